@@ -1,0 +1,162 @@
+"""`toolsift catalog ...`: load, inspect and prune the catalog."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .catalog import Catalog, SyncReport, default_db_path
+from .errors import LoadError, ToolsiftError
+
+app = typer.Typer(help="Build and inspect the API catalog (one SQLite file).", no_args_is_help=True)
+out = Console()
+err = Console(stderr=True)
+
+DbOption = typer.Option(None, "--db", help="Catalog file (default: $TOOLSIFT_DB or ~/.local/share/toolsift/catalog.db).")
+
+
+def db_path(db: Optional[Path]) -> Path:
+    return Path(db) if db else default_db_path()
+
+
+def print_json(value: object) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=None, default=str))
+
+
+def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[str], skip_invalid: bool):
+    """Load every source before touching the catalog, so a bad file changes nothing."""
+    from . import loaders
+
+    results = []
+    for src in sources:
+        results.append(loaders.load(src, format=fmt, namespace=namespace, skip_invalid=skip_invalid))
+    return results
+
+
+@app.command("add")
+def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
+        db: Optional[Path] = DbOption,
+        fmt: Optional[str] = typer.Option(None, "--format", help="gorilla|openai|mcp|openapi|bfcl|toolbench (default: detect)."),
+        namespace: Optional[str] = typer.Option(None, "--namespace", help="Put every record in this namespace."),
+        skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Load the valid records and report each skipped one."),
+        as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON.")) -> None:
+    """Add or update records; a namespace that a source no longer lists loses them."""
+    results = load_sources(sources, fmt, namespace, skip_invalid)
+    records, namespaces = [], set()
+    for res in results:
+        records.extend(res.records)
+        namespaces |= res.namespaces
+        for skipped in res.skipped:
+            err.print(f"skipped: {skipped}", markup=False, highlight=False)
+    _check_unique(records)
+    with Catalog(db_path(db)) as cat:
+        report = cat.sync(records, namespaces)
+    if as_json:
+        print_json(report.to_dict() | {"skipped": sum(len(r.skipped) for r in results)})
+    else:
+        _print_report(report, results)
+
+
+def _check_unique(records) -> None:
+    seen: dict[str, object] = {}
+    for rec in records:
+        if rec.id in seen:
+            raise ToolsiftError(f"two sources define record {rec.id!r}; give one of them its own --namespace")
+        seen[rec.id] = rec
+
+
+def _print_report(report: SyncReport, results) -> None:
+    for res in results:
+        out.print(f"{res.path}: {len(res.records)} records ({res.format}), "
+                  f"namespaces: {', '.join(sorted(res.namespaces))}", highlight=False)
+    out.print(f"added {report.added}, updated {report.updated}, removed {report.removed}, "
+              f"unchanged {report.unchanged}", highlight=False)
+
+
+@app.command("stats")
+def stats(db: Optional[Path] = DbOption, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Records per namespace and per source format."""
+    with Catalog.open(db_path(db)) as cat:
+        data = cat.stats()
+    if as_json:
+        print_json(data)
+        return
+    table = Table(title=f"{data['path']}: {data['records']} records")
+    table.add_column("namespace")
+    table.add_column("format")
+    table.add_column("records", justify="right")
+    for ns, fmts in sorted(data["namespace_formats"].items()):
+        for fmt, n in sorted(fmts.items()):
+            table.add_row(ns, fmt, str(n))
+    out.print(table)
+
+
+@app.command("list")
+def list_(db: Optional[Path] = DbOption,
+          namespace: Optional[str] = typer.Option(None, "--namespace"),
+          as_json: bool = typer.Option(False, "--json"),
+          limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all).")) -> None:
+    """List records (id, namespace, name, description, call)."""
+    with Catalog.open(db_path(db)) as cat:
+        if namespace and namespace not in cat.namespaces():
+            raise ToolsiftError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
+        records = cat.records(namespace)
+    if limit > 0:
+        records = records[:limit]
+    if as_json:
+        print_json([_brief(r) for r in records])
+        return
+    table = Table(show_lines=False)
+    for col in ("id", "name", "description"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        table.add_row(r.id, r.name, _short(r.description))
+    out.print(table)
+
+
+def _brief(r) -> dict:
+    d = {"id": r.id, "namespace": r.namespace, "name": r.name, "description": r.description}
+    if r.call is not None:
+        d["call"] = r.call
+    return d
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@app.command("show")
+def show(record_id: str = typer.Argument(..., help="Record id (see `catalog list`)."),
+         db: Optional[Path] = DbOption) -> None:
+    """Print one record as JSON."""
+    with Catalog.open(db_path(db)) as cat:
+        rec = cat.get(record_id)
+    if rec is None:
+        raise ToolsiftError(f"no record with id {record_id!r}")
+    print_json(rec.to_dict())
+
+
+@app.command("remove")
+def remove(namespace: str = typer.Option(..., "--namespace", help="Namespace to drop."),
+           db: Optional[Path] = DbOption, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Remove every record of a namespace."""
+    with Catalog.open(db_path(db)) as cat:
+        if namespace not in cat.namespaces():
+            raise ToolsiftError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
+        n = cat.remove_namespace(namespace)
+    if as_json:
+        print_json({"removed": n})
+    else:
+        out.print(f"removed {n} records from namespace {namespace}", highlight=False)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="catalog")
+
+
+__all__ = ["app", "register", "LoadError"]

@@ -1,0 +1,153 @@
+"""What every loader shares: reading files, reporting bad records, schema checks."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import LoadError
+from ..record import ApiRecord
+
+_WORD = re.compile(r"[^a-zA-Z0-9_.\-]+")
+
+
+class Problems:
+    """Collects bad records: raises at the first one, or keeps going with ``skip_invalid``."""
+
+    def __init__(self, path: Path | str, skip_invalid: bool = False) -> None:
+        self.path = str(path)
+        self.skip_invalid = skip_invalid
+        self.skipped: list[LoadError] = []
+
+    def invalid(self, message: str, *, record: str | int | None = None, field: str | None = None) -> None:
+        err = LoadError(self.path, message, record=record, field=field)
+        if not self.skip_invalid:
+            raise err
+        self.skipped.append(err)
+
+    def fatal(self, message: str, *, record: str | int | None = None, field: str | None = None) -> LoadError:
+        return LoadError(self.path, message, record=record, field=field)
+
+
+@dataclass
+class LoadResult:
+    path: str
+    format: str
+    records: list[ApiRecord]
+    skipped: list[LoadError] = field(default_factory=list)
+    namespaces: set[str] = field(default_factory=set)
+
+
+def read_source(path: Path) -> Any:
+    """Parse a JSON, JSON Lines or YAML file; a bad file is a one-line LoadError.
+
+    ``.json`` files that hold one object per line (BFCL ships those) are read as JSON Lines.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(str(path), f"cannot read file ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LoadError(str(path), f"not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise LoadError(str(path), "file is empty")
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return _read_yaml(path, text)
+    if suffix == ".jsonl":
+        return _read_jsonl(path, text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if _looks_like_jsonl(text):
+            return _read_jsonl(path, text)
+        if suffix != ".json":
+            try:
+                return _read_yaml(path, text)
+            except LoadError:
+                pass
+        raise LoadError(str(path), f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if not first.startswith("{"):
+        return False
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _read_jsonl(path: Path, text: str) -> list[Any]:
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise LoadError(str(path), f"malformed JSON on line {lineno} column {exc.colno}: {exc.msg}",
+                            record=lineno - 1) from None
+    return rows
+
+
+def _read_yaml(path: Path, text: str) -> Any:
+    import yaml  # only YAML sources pay for the import
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        raise LoadError(str(path), f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a JSON Schema for an object of arguments, or None if it is."""
+    if not isinstance(schema, dict):
+        return f"expected a JSON Schema object, got {type(schema).__name__}"
+    kind = schema.get("type", "object")
+    if kind != "object":
+        return f"expected a schema of type 'object', got type {kind!r}"
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        return f"'properties' must be an object, got {type(props).__name__}"
+    for pname, pschema in props.items():
+        if not isinstance(pschema, dict):
+            return f"property {pname!r} must be a schema object, got {type(pschema).__name__}"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return "'required' must be a list of property names"
+    return None
+
+
+def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """Fill the defaults a tool schema may leave out (``type``, ``properties``)."""
+    out = dict(schema or {})
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    return out
+
+
+def slug(text: str) -> str:
+    """A readable id fragment: spaces and odd characters become '_'."""
+    return _WORD.sub("_", text.strip()).strip("_") or "_"
+
+
+def unique_ids(records: list[ApiRecord]) -> list[ApiRecord]:
+    """Disambiguate records of one load that would share an id, deterministically.
+
+    Every record of a clashing group gets a suffix from its own content hash, so the
+    ids do not depend on the order of the source.
+    """
+    from collections import Counter
+    from dataclasses import replace
+
+    counts = Counter(r.id for r in records)
+    return [r if counts[r.id] == 1 else replace(r, id=f"{r.id}~{r.content_hash[:8]}") for r in records]

@@ -1,0 +1,42 @@
+"""Shared fixtures: where the real public data lives, and small real catalogs."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED_GORILLA = ROOT / "apidb" / "data" / "gorilla"
+SHARED_DATA = Path(os.environ.get("TOOLSIFT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def shared(*parts: str) -> Path:
+    """A path under ../shared/data; the test skips, saying why, when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent (set TOOLSIFT_SHARED_DATA)")
+    return path
+
+
+@pytest.fixture
+def shared_data():
+    return shared
+
+
+@pytest.fixture
+def gorilla_db(tmp_path):
+    """A real catalog file built from the bundled Gorilla API databases."""
+    from apidb import Catalog
+    from apidb.loaders import load
+
+    db = tmp_path / "catalog.db"
+    with Catalog(db) as cat:
+        records = []
+        for f in sorted(BUNDLED_GORILLA.glob("*_api.jsonl")):
+            records += load(f).records
+        cat.sync(records)
+    return db
