@@ -1,0 +1,1 @@
+"""Benchmarks: retriever comparison, scale, hallucination-audit reproduction."""
