@@ -51,8 +51,8 @@ def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, 
         records.extend(res.records)
         namespaces |= res.namespaces
         for skipped in res.skipped:
-            err.print(f"skipped: {skipped}", markup=False, highlight=False)
-    _check_unique(records)
+            typer.echo(f"skipped: {skipped}", err=True)  # one line each, never wrapped
+    records = _check_unique(records)
     with Catalog(db_path(db)) as cat:
         report = cat.sync(records, namespaces)
     if as_json:
@@ -61,12 +61,18 @@ def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, 
         _print_report(report, results)
 
 
-def _check_unique(records) -> None:
+def _check_unique(records) -> list:
+    """One record per id. Sources that share a namespace (the ToolBench query files all
+    list some of the same endpoints) may repeat a record identically; a conflicting
+    repeat is an error."""
     seen: dict[str, object] = {}
     for rec in records:
         if rec.id in seen:
-            raise ToolsiftError(f"two sources define record {rec.id!r}; give one of them its own --namespace")
+            if seen[rec.id].content_hash == rec.content_hash:
+                continue
+            raise ToolsiftError(f"two sources define record {rec.id!r} differently; give one of them its own --namespace")
         seen[rec.id] = rec
+    return list(seen.values())
 
 
 def _print_report(report: SyncReport, results) -> None:

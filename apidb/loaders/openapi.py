@@ -182,7 +182,8 @@ def _merge_body(schema: dict[str, Any], locations: dict[str, str], body: dict[st
             if name not in schema["properties"]:
                 schema["properties"][name] = prop
                 locations[name] = "body"
-        body_required = [r for r in body.get("required", []) if isinstance(r, str)]
+        # only fields that did become body arguments (a query parameter of the same name wins)
+        body_required = [r for r in body.get("required", []) if isinstance(r, str) and locations.get(r) == "body"]
         schema["required"] = schema.get("required", []) + [r for r in body_required
                                                            if r not in schema.get("required", [])]
         if not schema["required"]:
