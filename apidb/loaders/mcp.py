@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..record import ApiRecord, make_id
 from .common import Problems, normalize_schema, schema_problem, slug, unique_ids
@@ -79,9 +79,10 @@ def _parse_servers(servers: list[Any], namespace: str | None, problems: Problems
     for i, server, key, block in blocks:
         ns = namespace or slug(key)
         meta = _server_metadata(server, key, block)
+        def local(name: str, key: str = key) -> str:
+            return f"{slug(key)}.{slug(name)}" if clashes[name] > 1 else slug(name)
+
         for j, tool in enumerate(block["tools"]):
-            def local(name: str, key: str = key) -> str:
-                return f"{slug(key)}.{slug(name)}" if clashes[name] > 1 else slug(name)
             rec = _record(f"{key}[{j}]", tool, ns, local, meta, problems)
             if rec is not None:
                 records.append(rec)
@@ -102,7 +103,7 @@ def _server_metadata(server: dict[str, Any], key: str, block: dict[str, Any]) ->
     return {k: v for k, v in meta.items() if v is not None}
 
 
-def _record(where: int | str, tool: Any, ns: str, local, server_meta: dict[str, Any],
+def _record(where: int | str, tool: Any, ns: str, local: Callable[[str], str], server_meta: dict[str, Any],
             problems: Problems) -> ApiRecord | None:
     if not isinstance(tool, dict):
         problems.invalid(f"expected a tool object, got {type(tool).__name__}", record=where)
