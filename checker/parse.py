@@ -1,0 +1,281 @@
+"""Parse (possibly broken) Python into a flat list of calls, with libcst.
+
+Model output is often not valid Python: unquoted model ids
+(``model=SG161222/Realistic_Vision_V1.4``), unbalanced brackets, prose around the
+code. We parse the snippet as a module when we can; otherwise we repair what is
+repairable and parse each call-shaped span on its own. Never raises: the worst
+result is an empty list of calls.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+MAX_CHARS = 20_000      # libcst is not fed more than this at once (1 MB prose would take seconds)
+MAX_SPANS = 200         # call-shaped spans tried per snippet
+MAX_DEPTH = 60          # deeper bracket nesting is not parsed (the native parser recurses)
+
+# value kinds: ("str", s) ("num", text) ("name", dotted) ("call", index) ("other", code)
+Value = tuple[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call expression: ``path(args)``; ``parent`` is the enclosing call's index."""
+
+    path: str
+    args: tuple[tuple[str | None, Value], ...]
+    code: str
+    parent: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    calls: tuple[Call, ...]
+    repaired: bool = False
+
+
+_CALL_START = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
+# an unquoted hub id as an argument: (=|,|() owner/name[...]  followed by , or )
+_BARE_ID = re.compile(r"""(?P<pre>[(,=]\s*)(?P<id>[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+)(?=\s*[,)])""")
+_OPEN, _CLOSE = "([{", ")]}"
+_PAIR = {")": "(", "]": "[", "}": "{"}
+
+
+def quote_bare_ids(text: str) -> str:
+    """``model=SG161222/Realistic_Vision_V1.4`` -> ``model='SG161222/Realistic_Vision_V1.4'``."""
+    return _BARE_ID.sub(lambda m: f"{m['pre']}'{m['id']}'", text)
+
+
+def _span_end(text: str, start: int) -> tuple[int, list[str], int]:
+    """Index after the bracket closing the one opened at ``start``; unclosed -> len(text).
+
+    Also returns the brackets still open at the end (to close them) and the max depth.
+    """
+    stack: list[str] = []
+    quote = ""
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote or ch == "\n":
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            stack.append(ch)
+            depth = max(depth, len(stack))
+        elif ch in _CLOSE:
+            if stack and stack[-1] == _PAIR[ch]:
+                stack.pop()
+                if not stack:
+                    return i + 1, [], depth
+            elif not stack:
+                return i, [], depth
+        i += 1
+    return n, stack, depth
+
+
+def _closers(stack: list[str]) -> str:
+    return "".join(_CLOSE[_OPEN.index(c)] for c in reversed(stack))
+
+
+@lru_cache(maxsize=1)
+def _cst() -> Any:
+    import libcst  # imported on first parse, not at package import
+
+    return libcst
+
+
+class _Collector:
+    """Walks a libcst tree collecting calls in pre-order (outer call first)."""
+
+    def __init__(self) -> None:
+        cst = _cst()
+        self.cst = cst
+        self.module = cst.Module(body=[])
+        self.calls: list[Call] = []
+
+    def code(self, node: Any) -> str:
+        return self.module.code_for_node(node)
+
+    def path(self, node: Any) -> str:
+        cst = self.cst
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if isinstance(node, cst.Name):
+            parts.append(node.value)
+            return ".".join(reversed(parts))
+        return re.sub(r"\s+", "", self.code(node)) + ("." + ".".join(reversed(parts)) if parts else "")
+
+    def value(self, node: Any, parent: int) -> Value:
+        cst = self.cst
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            try:
+                v = node.evaluated_value
+            except Exception:  # noqa: BLE001 - odd literals (bytes, bad escapes) are just code
+                v = None
+            if isinstance(v, str):
+                return ("str", v)
+            return ("other", self.code(node))
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return ("num", node.value)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return ("name", self.path(node))
+        if isinstance(node, cst.Call):
+            return ("call", self.call(node, parent))
+        self.visit(node, parent)
+        return ("other", re.sub(r"\s+", "", self.code(node)))
+
+    def call(self, node: Any, parent: int | None) -> int:
+        idx = len(self.calls)
+        self.calls.append(None)  # type: ignore[arg-type]  # reserve the pre-order slot
+        self.visit(node.func, parent)  # calls in the callee: a(b)(c)
+        args = []
+        for arg in node.args:
+            kw = arg.keyword.value if arg.keyword is not None else None
+            if arg.star:
+                self.visit(arg.value, idx)
+                args.append((arg.star, ("other", re.sub(r"\s+", "", self.code(arg.value)))))
+                continue
+            args.append((kw, self.value(arg.value, idx)))
+        self.calls[idx] = Call(path=self.path(node.func), args=tuple(args),
+                               code=self.code(node), parent=parent)
+        return idx
+
+    def visit(self, node: Any, parent: int | None) -> None:
+        if isinstance(node, self.cst.Call):
+            self.call(node, parent)
+            return
+        for child in node.children:
+            self.visit(child, parent)
+
+
+def _collect(node: Any) -> list[Call]:
+    col = _Collector()
+    col.visit(node, None)
+    return col.calls
+
+
+def _try_module(text: str) -> list[Call] | None:
+    cst = _cst()
+    try:
+        return _collect(cst.parse_module(text))
+    except Exception:  # noqa: BLE001 - libcst raises ParserSyntaxError and friends
+        return None
+
+
+def _try_expr(text: str) -> list[Call] | None:
+    cst = _cst()
+    try:
+        return _collect(cst.parse_expression(text))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _offset(calls: list[Call], base: int) -> list[Call]:
+    return [Call(c.path, tuple((k, ("call", v[1] + base) if v[0] == "call" else v) for k, v in c.args),
+                 c.code, None if c.parent is None else c.parent + base) for c in calls]
+
+
+def _scan(text: str) -> list[Call]:
+    """Parse each call-shaped span on its own (repairing it), outermost spans first."""
+    out: list[Call] = []
+    pos, tried = 0, 0
+    while tried < MAX_SPANS:
+        m = _CALL_START.search(text, pos)
+        if not m:
+            break
+        tried += 1
+        paren = m.end() - 1
+        end, still_open, depth = _span_end(text, paren)
+        span = text[m.start():end]
+        calls = None
+        if depth <= MAX_DEPTH:
+            calls = _try_expr(span + _closers(still_open))
+            if calls is None:
+                calls = _try_expr(quote_bare_ids(span) + _closers(still_open))
+            if calls is None and still_open:
+                calls = _truncated(quote_bare_ids(span))
+        if calls:
+            out.extend(_offset(calls, len(out)))
+            pos = end if end > m.end() else m.end()
+        else:
+            pos = m.end()  # look for calls inside this broken span
+    return out
+
+
+@lru_cache(maxsize=50_000)
+def parse_calls(text: str) -> Parsed:
+    """All calls in ``text`` in pre-order; repaired when the text is not valid Python."""
+    if not isinstance(text, str) or "(" not in text:
+        return Parsed(())
+    text = text.replace("\x00", "")
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS]
+    if _max_depth(text) <= MAX_DEPTH:
+        calls = _try_module(text)
+        if calls is not None:
+            return Parsed(tuple(calls))
+        fixed = quote_bare_ids(text)
+        if fixed != text:
+            calls = _try_module(fixed)
+            if calls is not None:
+                return Parsed(tuple(calls), repaired=True)
+    return Parsed(tuple(_scan(text)), repaired=True)
+
+
+def _cut_points(span: str) -> list[int]:
+    """Where an unclosed call's arguments could end: after a string, before a comma."""
+    cuts: list[int] = []
+    depth, quote, i = 0, "", 0
+    while i < len(span):
+        ch = span[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+                cuts.append(i + 1)
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif ch == "," and depth == 1:
+            cuts.append(i)
+        i += 1
+    return cuts
+
+
+def _truncated(span: str) -> list[Call] | None:
+    """An unclosed call followed by prose: keep the longest prefix that parses."""
+    for cut in reversed(_cut_points(span)[-6:]):
+        head = span[:cut]
+        _, still_open, _ = _span_end(head, head.index("("))
+        calls = _try_expr(head + _closers(still_open))
+        if calls:
+            return calls
+    return None
+
+
+def _max_depth(text: str) -> int:
+    depth = best = 0
+    for ch in text:
+        if ch in _OPEN:
+            depth += 1
+            if depth > best:
+                best = depth
+        elif ch in _CLOSE and depth:
+            depth -= 1
+    return best

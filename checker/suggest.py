@@ -1,0 +1,46 @@
+"""Nearest real names for a name that does not exist (never used to execute anything)."""
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+
+_SEP = re.compile(r"[\s_\-./:]+")
+
+
+def _norm(name: str) -> str:
+    return _SEP.sub("", name.lower())
+
+
+def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
+    """Up to ``n`` real names closest to ``name``, best first.
+
+    Combines a normalized exact hit (case, ``_-./`` ignored), containment of the
+    normalized name in a real one (``weather`` -> ``get_weather``) and difflib's
+    similarity ratio, so both typos and truncations are caught.
+    """
+    if not isinstance(name, str) or not name:
+        return []
+    pool = list(dict.fromkeys(x for x in names if isinstance(x, str) and x))
+    if not pool:
+        return []
+    target = _norm(name)
+    scored: list[tuple[float, str]] = []
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(target)
+    for cand in pool:
+        norm = _norm(cand)
+        if not norm:
+            continue
+        matcher.set_seq1(norm)
+        if matcher.real_quick_ratio() < 0.3 and target not in norm and norm not in target:
+            continue
+        score = matcher.ratio()
+        if norm == target:
+            score = 2.0
+        elif target and (target in norm or norm in target):
+            score = max(score, 0.75 + 0.25 * min(len(target), len(norm)) / max(len(target), len(norm)))
+        if score >= 0.5:
+            scored.append((score, cand))
+    scored.sort(key=lambda t: (-t[0], len(t[1]), t[1]))
+    return [c for _, c in scored[:n]]

@@ -1,0 +1,80 @@
+"""The result types every checker returns: a `Verdict` holding `Defect`s."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Most severe first. A verdict is the most severe defect kind found, so one list
+# orders both the JSON-call and the code-style vocabularies.
+CALL_SEVERITY = ("unparsable", "hallucinated_tool", "hallucinated_param", "missing_required",
+                 "type_error", "enum_violation", "wrong_call")
+CODE_VERDICTS = ("unparsable", "hallucinated", "wrong_api", "correct", "valid")
+OK_VERDICTS = frozenset({"correct", "valid"})
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One thing wrong with a call (or, for code, one unmatched call)."""
+
+    kind: str
+    message: str
+    call_index: int | None = None
+    name: str | None = None
+    param: str | None = None
+    suggestions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        for key in ("call_index", "name", "param"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.suggestions:
+            out["suggestions"] = list(self.suggestions)
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checker concluded about one model output.
+
+    ``api`` is the matched catalog record id (for hallucinations: the nearest one,
+    also named in ``nearest``); ``details`` holds mode-specific extras (the call
+    text checked, what differs from the nearest API, the Gorilla domain, ...).
+    """
+
+    verdict: str
+    ok: bool
+    api: str | None = None
+    defects: tuple[Defect, ...] = ()
+    suggestions: tuple[str, ...] = ()
+    nearest: str | None = None
+    call: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict, "ok": self.ok}
+        if self.api is not None:
+            out["api"] = self.api
+        if self.nearest is not None:
+            out["nearest"] = self.nearest
+        if self.call is not None:
+            out["call"] = self.call
+        out["defects"] = [d.to_dict() for d in self.defects]
+        if self.suggestions:
+            out["suggestions"] = list(self.suggestions)
+        out.update({k: v for k, v in self.details.items() if k not in out})
+        return out
+
+
+def make(verdict: str, **kwargs: Any) -> Verdict:
+    """A Verdict whose ``ok`` follows from its name; lists become tuples (frozen)."""
+    kwargs["defects"] = tuple(kwargs.get("defects", ()))
+    kwargs["suggestions"] = tuple(kwargs.get("suggestions", ()))
+    return Verdict(verdict=verdict, ok=verdict in OK_VERDICTS, **kwargs)
+
+
+def most_severe(kinds: list[str], default: str) -> str:
+    """The most severe of ``kinds`` by CALL_SEVERITY, or ``default`` if none counts."""
+    ranked = [k for k in CALL_SEVERITY if k in kinds]
+    return ranked[0] if ranked else default
