@@ -1,0 +1,448 @@
+"""Request-level routing and checking, shared by the OpenAI client wrapper and the proxy.
+
+One Chat Completions request body goes in; out comes the body to send upstream with only
+the relevant tools (the caller's exact tool dicts, in the caller's order). After the answer,
+every ``tool_calls`` entry is checked against the tools that were offered, and a repair
+turn can be built. No I/O happens here: `Exchange` is a small state machine that the sync
+wrapper, the async wrapper and the proxy each drive with their own transport.
+
+Rules (from what users of tool routers keep asking for):
+- never drop a tool silently: tools the catalog does not know are ranked too (an in-memory
+  router per distinct tool set), and a model calling a tool that routing left out gets it
+  back on the repair turn;
+- never break ``tool_choice``: a tool it names is always kept, as are pinned tools and tools
+  the conversation already called (which also keeps the tool set stable across turns);
+- at most 128 tools (the Chat Completions limit) and at most ``token_budget`` tokens of tools.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from apidb.errors import ToolsiftError
+from apidb.record import canonical_json
+
+MAX_TOOLS = 128
+HEADER_LIMIT = 4096  # bytes per x-toolsift-* header; proxies and servers reject huge headers
+MODES = ("annotate", "repair", "raise", "reject")
+
+
+class RequestError(ToolsiftError):
+    """The client's request is malformed (the proxy answers 400 with this message)."""
+
+
+class HallucinatedCallError(ToolsiftError):
+    """The model answered with tool calls that fail the checker (``on_hallucination="raise"``)."""
+
+    def __init__(self, checks: list["CallCheck"], response: Any = None) -> None:
+        self.checks, self.response = checks, response
+        bad = [c for c in checks if not c.verdict.ok]
+        detail = "; ".join(f"choice {c.choice}: {c.verdict.verdict}"
+                           + (f" ({c.verdict.defects[0].message})" if c.verdict.defects else "") for c in bad)
+        super().__init__(f"model made invalid tool calls: {detail}")
+
+
+def as_dict(obj: Any) -> Any:
+    """Plain JSON data from openai pydantic objects (messages, responses) or dicts."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(exclude_none=True)
+    if isinstance(obj, dict):
+        return {k: as_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [as_dict(v) for v in obj]
+    return obj
+
+
+def tool_name(tool: Any) -> str | None:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    return name if isinstance(name, str) else None
+
+
+# ------------------------------------------------------------------ validation
+
+def validate_body(body: Any) -> dict:
+    """The request body, or a RequestError saying exactly what is wrong with it."""
+    if not isinstance(body, dict):
+        raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise RequestError("'messages' must be a non-empty list")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise RequestError(f"messages[{i}] must be an object with a string 'role'")
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
+        for i, t in enumerate(tools):
+            if not isinstance(t, dict) or t.get("type", "function") != "function" or not tool_name(t):
+                raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+    return body
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: keep the text ones
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def query_messages(messages: list[dict]) -> list[dict]:
+    """Messages reduced to role + text, the shape the router's query builder reads."""
+    return [{"role": m.get("role"), "content": _text(m.get("content"))} for m in messages]
+
+
+def forced_names(body: dict, pinned: Iterable[str]) -> dict[str, str]:
+    """Tool names that must be offered, with why: tool_choice, pinned, already called."""
+    out: dict[str, str] = {}
+    for m in body.get("messages", []):
+        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else []:
+            name = tool_name(call) if isinstance(call, dict) else None
+            if name:
+                out.setdefault(name, "history")
+    for name in pinned:
+        out[name] = "pinned"
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        named = [choice] if tool_name(choice) else (choice.get("allowed_tools") or {}).get("tools") or []
+        for t in named:
+            if tool_name(t):
+                out[tool_name(t)] = "tool_choice"
+    return out
+
+
+# ------------------------------------------------------------------ routing
+
+def tool_set_key(tools: list[dict]) -> str:
+    """Content hash of a tool list (the in-memory router cache key). orjson (a ranx dependency)
+    serializes a 2k-tool list ~5x faster than json; the hash is the same kind either way."""
+    try:
+        import orjson
+
+        data = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
+    except (ImportError, TypeError):
+        data = canonical_json(tools).encode()
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+@dataclass
+class RoutedRequest:
+    body: dict                      # what goes upstream
+    offered: list[dict]             # the tools offered (exact dicts)
+    original: list[dict]            # the caller's tools (empty when injected)
+    selected: list[dict]            # [{"name", "reason", "score"[, "id"]}] in rank order
+    tools_in: int
+    tools_out: int
+    injected: bool = False
+    budget_exceeded: bool = False
+
+    def header(self) -> str:
+        return capped_json(self.selected, lambda s: s["name"])
+
+
+def capped_json(items: list[dict], short: Any) -> str:
+    """JSON of ``items`` under HEADER_LIMIT bytes: full, else short forms, else truncated + a count."""
+    text = json.dumps(items, ensure_ascii=True, separators=(",", ":"))
+    if len(text) <= HEADER_LIMIT:
+        return text
+    shorts = [short(i) for i in items]
+    for n in range(len(shorts), -1, -1):
+        text = json.dumps(shorts[:n] + ([f"+{len(shorts) - n} more"] if n < len(shorts) else []),
+                          ensure_ascii=True, separators=(",", ":"))
+        if len(text) <= HEADER_LIMIT:
+            return text
+    return "[]"
+
+
+class RequestRouter:
+    """Selects tools for one request. ``router`` (a catalog `router.Router`) is optional:
+    with it, tool-less requests get the top-k catalog tools injected."""
+
+    def __init__(self, router: Any = None, *, k: int = 5, pinned: Iterable[str] = (), token_budget: int | None = None,
+                 method: str = "hybrid", model: str | None = None, cache_dir: str | None = None,
+                 max_tools: int = MAX_TOOLS, inject: bool = True, cache_size: int = 16) -> None:
+        if k < 1:
+            raise RequestError(f"k must be at least 1, got {k}")
+        self.router, self.k, self.pinned = router, k, tuple(pinned)
+        self.token_budget, self.method, self.model, self.cache_dir = token_budget, method, model, cache_dir
+        self.max_tools, self.inject = min(max_tools, MAX_TOOLS), inject
+        self._cache: OrderedDict[str, tuple[Any, dict[str, int]]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}
+        self._names: dict[str, set[str]] | None = None
+
+    # -- public
+    def route(self, body: Any) -> RoutedRequest:
+        body = validate_body(body)
+        tools = body.get("tools") or []
+        if not tools:
+            return self._inject(body)
+        forced = forced_names(body, self.pinned)
+        names = [tool_name(t) for t in tools]
+        keep: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
+        if len(tools) <= self.k and len(tools) <= self.max_tools:
+            ranked = [(i, None) for i in range(len(tools)) if i not in keep]
+        else:
+            ranked = [(i, s) for i, s in self._rank(tools, body["messages"], self.k + len(keep)) if i not in keep]
+        if len(ranked) < self.k:  # nothing matched (BM25 on "do it"): fill in caller order, never offer 0
+            seen = {i for i, _ in ranked}
+            ranked += [(i, None) for i in range(len(tools)) if i not in keep and i not in seen][: self.k - len(ranked)]
+        for i, sel in ranked[: self.k]:
+            keep[i] = {"name": names[i], "reason": "ranked" if sel else "all",
+                       **({"score": round(float(sel.score), 4)} if sel else {})}
+        chosen, over = self._fit(keep, tools)
+        offered = [tools[i] for i in sorted(chosen)]
+        out = dict(body, tools=offered)
+        return RoutedRequest(out, offered, list(tools), [keep[i] for i in chosen], len(tools), len(offered),
+                             budget_exceeded=over)
+
+    def check(self, response: Any, routed: RoutedRequest) -> list["CallCheck"]:
+        """A verdict for every choice whose message carries tool calls."""
+        out = []
+        for choice in (as_dict(response) or {}).get("choices") or []:
+            calls = (choice.get("message") or {}).get("tool_calls")
+            if calls:
+                from checker import check_calls
+
+                out.append(CallCheck(choice.get("index", 0), check_calls(calls, functions=routed.offered)))
+        return out
+
+    # -- internals
+    def _fit(self, keep: dict[int, dict], tools: list[dict]) -> tuple[list[int], bool]:
+        """Forced tools first (always), then ranked ones while under 128 tools and the token budget."""
+        from .tokens import tool_tokens
+
+        order = [i for i, s in keep.items() if s["reason"] not in ("ranked", "all")]
+        order += [i for i, s in keep.items() if s["reason"] in ("ranked", "all")]
+        chosen, used, over = [], 0, False
+        for i in order:
+            forced = keep[i]["reason"] not in ("ranked", "all")
+            cost = tool_tokens(tools[i]) if self.token_budget is not None else 0
+            if forced:
+                if len(chosen) >= MAX_TOOLS:
+                    raise RequestError(f"more than {MAX_TOOLS} tools are pinned or named by tool_choice")
+            elif len(chosen) >= self.max_tools or (self.token_budget is not None and used + cost > self.token_budget):
+                continue
+            chosen.append(i)
+            used += cost
+        if self.token_budget is not None and used > self.token_budget:
+            over = True  # only forced tools can push past the budget
+        return chosen, over
+
+    def _inject(self, body: dict) -> RoutedRequest:
+        if not (self.inject and self.router is not None) or body.get("tool_choice") == "none":
+            return RoutedRequest(body, [], [], [], 0, 0)
+        self._catalog_ids([])  # builds the name map
+        pins = [p for p in self.pinned if p in self._names or self.router.get(p) is not None]
+        sels = self.router.select(query_messages(body["messages"]), k=min(self.k, self.max_tools),
+                                  method=self.method, pinned=pins, token_budget=self.token_budget)
+        sels = sels[: self.max_tools]
+        plain = [s.record.openai_name() for s in sels]
+        offered, selected = [], []
+        for s, name in zip(sels, plain):
+            if plain.count(name) > 1:  # same name in two namespaces: server__tool
+                name = f"{s.record.namespace}__{name}"[:64].replace("/", "_")
+            offered.append(s.record.to_openai_tool(name=name))
+            selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
+        out = dict(body, tools=offered) if offered else body
+        return RoutedRequest(out, offered, [], selected, 0, len(offered), injected=bool(offered))
+
+    def _rank(self, tools: list[dict], messages: list[dict], n: int) -> list[tuple[int, Any]]:
+        query, k = query_messages(messages), min(n, len(tools))
+        ids = self._catalog_ids(tools)
+        if ids is not None:  # every tool is a catalog tool: rank with the catalog's persisted indexes
+            pos = {rid: i for i, rid in enumerate(ids)}
+            sels = self.router.select(query, k=k, method=self.method, candidates=list(pos))
+            return [(pos[s.record.id], s) for s in sels]
+        router, index = self._tool_router(tools)
+        sels = router.select(query, k=k, method=self.method)
+        return [(index[s.record.id], s) for s in sels if s.record.id in index]
+
+    def _catalog_ids(self, tools: list[dict]) -> list[str] | None:
+        """Catalog record ids of the request's tools, by name; None unless each name is known and unique."""
+        if self.router is None:
+            return None
+        with self._lock:
+            if self._names is None:
+                names: dict[str, set[str]] = {}
+                for r in self.router.records:
+                    for key in {r.name, r.openai_name()}:
+                        names.setdefault(key, set()).add(r.id)
+                self._names = names
+        ids = []
+        for t in tools:
+            hit = self._names.get(tool_name(t) or "", set())
+            if len(hit) > 1:  # same name in several namespaces: the description decides
+                desc = (t.get("function") or {}).get("description") or ""
+                hit = {rid for rid in hit if self.router.get(rid).description == desc.strip()}
+            if len(hit) != 1:
+                return None
+            ids.append(next(iter(hit)))
+        return ids if len(set(ids)) == len(ids) else None
+
+    def _tool_router(self, tools: list[dict]) -> tuple[Any, dict[str, int]]:
+        """An in-memory router over exactly this tool set, built once per distinct set (LRU)."""
+        key = tool_set_key(tools)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            build_lock = self._building.setdefault(key, threading.Lock())
+        with build_lock:  # concurrent first requests with one tool set build it once
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            entry = self._build(tools)
+            with self._lock:
+                self._cache[key] = entry
+                self._building.pop(key, None)
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return entry
+
+    def _build(self, tools: list[dict]) -> tuple[Any, dict[str, int]]:
+        from apidb.errors import LoadError
+        from apidb.loaders.openai import records_from_tools
+
+        from . import Router
+
+        try:
+            records = records_from_tools(tools, namespace="request")
+        except LoadError as exc:
+            raise RequestError(str(exc)) from exc
+        index = {r.id: i for i, r in enumerate(records)}
+        if self.router is not None and not (self.model or self.cache_dir):
+            return self.router.with_records(records), index  # the catalog's model and embedding cache
+        kwargs = {"cache_dir": self.cache_dir} if self.cache_dir else {}
+        return Router.from_records(records, model=self.model, **kwargs), index
+
+
+# ------------------------------------------------------------------ checking and repair
+
+@dataclass
+class CallCheck:
+    choice: int
+    verdict: Any  # checker.Verdict
+
+    def to_dict(self) -> dict:
+        v = self.verdict
+        return {"choice": self.choice, "verdict": v.verdict, "ok": v.ok,
+                "defects": [d.message for d in v.defects], "suggestions": list(v.suggestions)}
+
+
+def verdicts_header(checks: list[CallCheck]) -> str:
+    return capped_json([c.to_dict() for c in checks], lambda d: {"choice": d["choice"], "verdict": d["verdict"]})
+
+
+def repair_turn(message: dict, verdict: Any) -> list[dict]:
+    """The assistant message as sent, then one tool message per call saying why it was not run."""
+    calls = message.get("tool_calls") or []
+    out: list[dict] = [{"role": "assistant", "content": message.get("content"), "tool_calls": calls}]
+    for i, call in enumerate(calls):
+        defects = [d for d in verdict.defects if d.call_index in (i, None)]
+        if defects:
+            near = sorted({s for d in defects for s in d.suggestions} or set(verdict.suggestions))
+            text = ("Error: this tool call was rejected before execution: "
+                    + "; ".join(d.message for d in defects) + "."
+                    + (f" Nearest valid tools: {', '.join(near)}." if near else "")
+                    + " Call one of the tools you were given, with arguments that match its schema.")
+        else:
+            text = "Not executed: another call in the same reply was invalid. Send all the calls again."
+        out.append({"role": "tool", "tool_call_id": call.get("id") or f"call_{i}", "content": text})
+    return out
+
+
+@dataclass
+class Exchange:
+    """Drives route → send → check → (repair → send)* for one request; no I/O of its own.
+
+    ``body = ex.start(); while body is not None: body = ex.feed(send(body))``; then read
+    ``ex.response`` (last answer), ``ex.checks``, ``ex.repairs``, ``ex.failed``.
+    """
+
+    rr: RequestRouter
+    request: dict
+    mode: str = "annotate"
+    max_repairs: int = 2
+    routed: RoutedRequest | None = None
+    response: Any = None
+    checks: list[CallCheck] = field(default_factory=list)
+    repairs: int = 0
+    _body: dict | None = None
+
+    def start(self) -> dict:
+        if self.mode not in MODES:
+            raise RequestError(f"on_hallucination must be one of {', '.join(MODES)}, got {self.mode!r}")
+        self.routed = self.rr.route(self.request)
+        self._body = self.routed.body
+        return self._body
+
+    @property
+    def failed(self) -> bool:
+        return any(not c.verdict.ok for c in self.checks)
+
+    def feed(self, response: Any) -> dict | None:
+        """Take an answer; return the next body to send, or None when done."""
+        self.response = response
+        self.checks = self.rr.check(response, self.routed)
+        if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
+            return None
+        self.repairs += 1
+        bad = next(c for c in self.checks if not c.verdict.ok)
+        choice = next(ch for ch in as_dict(response)["choices"] if ch.get("index", 0) == bad.choice)
+        self._restore_dropped(choice["message"])
+        self._body = dict(self._body, messages=[*self._body["messages"], *repair_turn(choice["message"], bad.verdict)],
+                          tools=self.routed.offered or self._body.get("tools"))
+        self._body.pop("n", None)  # one repaired answer is enough
+        return self._body
+
+    def _restore_dropped(self, message: dict) -> None:
+        """A call to a tool the caller sent but routing left out: offer it on the repair turn."""
+        offered = {tool_name(t) for t in self.routed.offered}
+        for call in message.get("tool_calls") or []:
+            name = tool_name(call)
+            for tool in self.routed.original:
+                if name and tool_name(tool) == name and name not in offered and len(self.routed.offered) < MAX_TOOLS:
+                    self.routed.offered.append(tool)
+                    self.routed.selected.append({"name": name, "reason": "restored"})
+                    offered.add(name)
+
+
+# ------------------------------------------------------------------ streaming
+
+class StreamAssembler:
+    """Rebuilds the messages of a streamed answer from its chunks, to check them at the end."""
+
+    def __init__(self) -> None:
+        self.choices: dict[int, dict] = {}
+
+    def feed(self, chunk: Any) -> None:
+        for ch in (as_dict(chunk) or {}).get("choices") or []:
+            msg = self.choices.setdefault(ch.get("index", 0), {"role": "assistant", "content": None, "calls": {}})
+            delta = ch.get("delta") or {}
+            if delta.get("content"):
+                msg["content"] = (msg["content"] or "") + delta["content"]
+            for tc in delta.get("tool_calls") or []:
+                slot = msg["calls"].setdefault(tc.get("index", 0), {"id": None, "type": "function",
+                                                                    "function": {"name": "", "arguments": ""}})
+                slot["id"] = tc.get("id") or slot["id"]
+                fn = tc.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+
+    def response(self) -> dict:
+        choices = []
+        for i, msg in sorted(self.choices.items()):
+            m = {"role": "assistant", "content": msg["content"]}
+            if msg["calls"]:
+                m["tool_calls"] = [msg["calls"][j] for j in sorted(msg["calls"])]
+            choices.append({"index": i, "message": m})
+        return {"choices": choices}
