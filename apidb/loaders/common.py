@@ -103,11 +103,14 @@ def _read_yaml(path: Path, text: str) -> Any:
     # libyaml's loader when present: pure-Python YAML takes seconds on a 1 MB OpenAPI spec
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         raise LoadError(str(path), f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    # YAML has dates and non-string keys (``200:``) that JSON lacks; records are stored as
+    # JSON, so make the document JSON-shaped here rather than fail when it is written
+    return json.loads(json.dumps(data, default=str))
 
 
 def schema_problem(schema: Any) -> str | None:

@@ -49,7 +49,6 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
         raise problems.fatal("expected an OpenAPI 3.x or Swagger 2.0 document with 'paths'")
     ns = namespace or default_namespace(path, data)
     resolver = _Resolver(data)
-    swagger2 = "swagger" in data
     records = []
     for api_path, item in data["paths"].items():
         if isinstance(item, dict) and isinstance(item.get("$ref"), str):  # rare: a shared path item
@@ -66,14 +65,14 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
             if not isinstance(op, dict):
                 problems.invalid("operation must be an object", record=endpoint)
                 continue
-            rec = _operation(ns, api_path, method, op, shared, resolver, swagger2, problems)
+            rec = _operation(ns, api_path, method, op, shared, resolver, problems)
             if rec is not None:
                 records.append(rec)
     return unique_ids(records)
 
 
 def _operation(ns: str, api_path: str, method: str, op: dict[str, Any], shared: list[Any],
-               resolver: "_Resolver", swagger2: bool, problems: Problems) -> ApiRecord | None:
+               resolver: "_Resolver", problems: Problems) -> ApiRecord | None:
     endpoint = f"{method.upper()} {api_path}"
     op_id = op.get("operationId")
     name = op_id.strip() if isinstance(op_id, str) and op_id.strip() else operation_name(method, api_path)
@@ -81,7 +80,7 @@ def _operation(ns: str, api_path: str, method: str, op: dict[str, Any], shared: 
     if isinstance(params, str):
         problems.invalid(params, record=endpoint, field="parameters")
         return None
-    schema, locations = _parameters_schema(params, swagger2)
+    schema, locations = _parameters_schema(params)
     body = resolver.resolve(op.get("requestBody"))
     body_schema = _request_body_schema(body, resolver)
     if body_schema is not None:
@@ -119,7 +118,7 @@ def _merge_parameters(shared: list[Any], own: list[Any], resolver: "_Resolver") 
     return list(merged.values())
 
 
-def _parameters_schema(params: list[dict[str, Any]], swagger2: bool) -> tuple[dict[str, Any], dict[str, str]]:
+def _parameters_schema(params: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, str]]:
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     required: list[str] = []
     locations: dict[str, str] = {}
@@ -133,7 +132,7 @@ def _parameters_schema(params: list[dict[str, Any]], swagger2: bool) -> tuple[di
         name = param["name"]
         if name in schema["properties"]:  # same name in two locations: the first keeps it
             continue
-        prop = _param_schema(param, swagger2)
+        prop = _param_schema(param)
         schema["properties"][name] = prop
         locations[name] = where
         if param.get("required") or where == "path":
@@ -143,7 +142,7 @@ def _parameters_schema(params: list[dict[str, Any]], swagger2: bool) -> tuple[di
     return schema, locations
 
 
-def _param_schema(param: dict[str, Any], swagger2: bool) -> dict[str, Any]:
+def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
     if isinstance(param.get("schema"), dict):
         prop = dict(param["schema"])
     elif isinstance(param.get("content"), dict) and param["content"]:

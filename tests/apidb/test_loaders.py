@@ -336,3 +336,17 @@ def test_records_from_tools_keeps_the_exact_tool_and_rejects_bad_ones():
     with pytest.raises(LoadError) as exc:
         records_from_tools(bad, "req")
     assert "<request>" in str(exc.value) and "'f'" in str(exc.value) and "parameters" in str(exc.value)
+
+
+def test_yaml_only_values_become_json(tmp_path):
+    """Dates and integer keys in a YAML spec must not break storing the record."""
+    from apidb import Catalog
+
+    path = tmp_path / "dates.yaml"
+    path.write_text("openapi: 3.0.0\ninfo: {title: Dates, version: '1'}\npaths:\n  /day:\n    get:\n"
+                    "      parameters:\n        - {name: d, in: query, schema: {type: string, example: 2024-01-31}}\n"
+                    "      responses: {200: {description: ok}}\n", encoding="utf-8")
+    rec = load(path).records[0]
+    assert rec.parameters["properties"]["d"]["example"] == "2024-01-31"
+    with Catalog(tmp_path / "c.db") as cat:
+        assert cat.sync([rec]).added == 1
