@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from apidb.record import ApiRecord
 
-from .parse import _span_end
+from .parse import _span_end, split_args
 
 _FUNC = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=\()")
 _KEYWORD = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
@@ -50,34 +50,6 @@ def cut_api_call(text: str, flavor: str) -> str | None:
     return out[start + 2:end + 1]
 
 
-def _split_args(inner: str) -> list[str]:
-    """Top-level comma split of an argument list (quote and bracket aware)."""
-    parts, depth, quote, cur = [], 0, "", []
-    i = 0
-    while i < len(inner):
-        ch = inner[i]
-        cur.append(ch)
-        if quote:
-            if ch == "\\" and i + 1 < len(inner):
-                cur.append(inner[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            cur.pop()
-            parts.append("".join(cur).strip())
-            cur = []
-        i += 1
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
-
-
 def _value_text(arg: str) -> str:
     """tree-sitter's ``children[2]`` of an argument: a keyword's value, else ''.
 
@@ -98,7 +70,7 @@ def key_args(call: str, flavor: str) -> tuple[str, list[str]] | None:
     end, _, _ = _span_end(call, m.end())
     inner = call[m.end() + 1:end - 1] if end <= len(call) and call[end - 1:end] == ")" else call[m.end() + 1:]
     args = []
-    for arg in _split_args(inner):
+    for arg in split_args(inner):
         if flavor == "th":
             if "repo_or_dir" in arg or "model" in arg:
                 args.append(_value_text(arg))

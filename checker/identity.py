@@ -19,7 +19,7 @@ SIGNATURES: dict[str, tuple[str, ...]] = {
     "SentenceTransformer": ("model_name_or_path",),
     "hf_hub_download": ("repo_id", "filename"),
     "cached_download": ("url",),
-    "joblib.load": ("filename",),
+    "joblib.load": ("file",),
 }
 # Method names whose first positional argument is the model id, whatever the class.
 SUFFIX_SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -30,7 +30,7 @@ SUFFIX_SIGNATURES: dict[str, tuple[str, ...]] = {
 # unknown functions identify too, as "#0", "#1", ...).
 IDENTIFYING = frozenset({
     "repo_or_dir", "model", "handle", "spec", "task", "pretrained_model_name_or_path",
-    "model_name_or_path", "repo_id", "filename", "url", "source", "model_name", "model_id",
+    "model_name_or_path", "repo_id", "file", "url", "source", "model_name", "model_id",
 })
 # Module prefixes users spell differently for the same function.
 _PREFIXES = (("tensorflow_hub.", "hub."), ("tensorflow.", "tf."), ("transformers.", ""),
@@ -55,25 +55,24 @@ def _signature(path: str) -> tuple[str, ...]:
 
 
 def bind(call: Call) -> dict[str, tuple]:
-    """Argument name -> value, positional arguments named by the signature (or ``#i``)."""
+    """Argument name -> value; positional arguments take the signature's free names (or ``#i``)."""
     path = normalize_path(call.path)
-    sig = _signature(path)
-    out: dict[str, tuple] = {}
+    out: dict[str, tuple] = {kw: v for kw, v in call.args if kw is not None and kw not in ("*", "**")}
+    free = [name for name in _signature(path) if name not in out]
     pos = 0
     for kw, value in call.args:
         if kw is None:
-            out[sig[pos] if pos < len(sig) else f"#{pos}"] = value
+            out[free.pop(0) if free else f"#{pos}"] = value
             pos += 1
-        elif kw not in ("*", "**"):
-            out[kw] = value
     return out
 
 
 def identity(call: Call) -> Identity:
     """The identifying (name, literal value) pairs of a call, sorted; () if none."""
     items = []
+    shell = call.path.startswith("$ ")  # a command line: every option value identifies
     for name, (kind, value) in bind(call).items():
-        if kind == "str" and (name in IDENTIFYING or name.startswith("#")):
+        if kind == "str" and (shell or name in IDENTIFYING or name.startswith("#")):
             items.append((name, value.strip()))
     return tuple(sorted(items))
 

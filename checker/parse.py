@@ -40,6 +40,7 @@ class Parsed:
 _CALL_START = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
 # an unquoted hub id as an argument: (=|,|() owner/name[...]  followed by , or )
 _BARE_ID = re.compile(r"""(?P<pre>[(,=]\s*)(?P<id>[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+)(?=\s*[,)])""")
+_BARE_ID_FULL = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+$")
 _OPEN, _CLOSE = "([{", ")]}"
 _PAIR = {")": "(", "]": "[", "}": "{"}
 
@@ -133,7 +134,10 @@ class _Collector:
         if isinstance(node, cst.Call):
             return ("call", self.call(node, parent))
         self.visit(node, parent)
-        return ("other", re.sub(r"\s+", "", self.code(node)))
+        code = re.sub(r"\s+", "", self.code(node))
+        if _BARE_ID_FULL.match(code):
+            return ("str", code)  # shi-labs/oneformer_x parses as arithmetic; it is an id
+        return ("other", code)
 
     def call(self, node: Any, parent: int | None) -> int:
         idx = len(self.calls)
@@ -203,6 +207,8 @@ def _scan(text: str) -> list[Call]:
             calls = _try_expr(span + _closers(still_open))
             if calls is None:
                 calls = _try_expr(quote_bare_ids(span) + _closers(still_open))
+            if calls is None:
+                calls = _try_expr(_positional_first(quote_bare_ids(span) + _closers(still_open)))
             if calls is None and still_open:
                 calls = _truncated(quote_bare_ids(span))
         if calls:
@@ -216,21 +222,101 @@ def _scan(text: str) -> list[Call]:
 @lru_cache(maxsize=50_000)
 def parse_calls(text: str) -> Parsed:
     """All calls in ``text`` in pre-order; repaired when the text is not valid Python."""
-    if not isinstance(text, str) or "(" not in text:
+    if not isinstance(text, str) or ("(" not in text and "--" not in text):
         return Parsed(())
     text = text.replace("\x00", "")
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
     if _max_depth(text) <= MAX_DEPTH:
         calls = _try_module(text)
-        if calls is not None:
+        if calls:
             return Parsed(tuple(calls))
         fixed = quote_bare_ids(text)
         if fixed != text:
             calls = _try_module(fixed)
-            if calls is not None:
+            if calls:
                 return Parsed(tuple(calls), repaired=True)
-    return Parsed(tuple(_scan(text)), repaired=True)
+    # not Python, or Python whose calls sit inside a string literal: scan for spans
+    scanned = _scan(text)
+    if not scanned:
+        scanned = _shell(text)
+    return Parsed(tuple(scanned), repaired=True)
+
+
+_SHELL = re.compile(r"^\s*(?:\$\s*)?(?P<cmd>[\w./-]*[\w-])(?P<rest>(?:\s+\S+)+)\s*$")
+
+
+def _shell(text: str) -> list[Call]:
+    """A one-line command (``mlagents-load-from-hf --repo-id='x' --local-dir=d``) as a call.
+
+    Some catalog entries are CLI invocations rather than Python; the path is
+    ``$ <command>`` and each ``--option value`` becomes a keyword argument.
+    """
+    line = text.strip()
+    m = _SHELL.match(line) if "\n" not in line and "--" in line else None
+    if not m:
+        return []
+    import shlex
+
+    try:
+        tokens = shlex.split(m["rest"])
+    except ValueError:
+        return []
+    args: list[tuple[str | None, Value]] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-"):
+            name, eq, value = tok.lstrip("-").partition("=")
+            if not eq and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                value, i = tokens[i + 1], i + 1
+            args.append((name.replace("-", "_"), ("str", value)))
+        else:
+            args.append((None, ("str", tok)))
+        i += 1
+    return [Call(path="$ " + m["cmd"], args=tuple(args), code=line)]
+
+
+_KW = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
+
+
+def split_args(inner: str) -> list[str]:
+    """Top-level comma split of an argument list (quote and bracket aware)."""
+    parts, depth, quote, cur = [], 0, "", []
+    i = 0
+    while i < len(inner):
+        ch = inner[i]
+        cur.append(ch)
+        if quote:
+            if ch == "\\" and i + 1 < len(inner):
+                cur.append(inner[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif ch == "," and depth == 0:
+            cur.pop()
+            parts.append("".join(cur).strip())
+            cur = []
+        i += 1
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+def _positional_first(span: str) -> str:
+    """``f(a=1, 'x')`` (a syntax error) -> ``f('x', a=1)``: positional arguments moved first."""
+    head, paren, rest = span.partition("(")
+    if not paren or not rest.endswith(")"):
+        return span
+    args = split_args(rest[:-1])
+    pos = [a for a in args if not _KW.match(a) and not a.startswith("*")]
+    kws = [a for a in args if _KW.match(a) or a.startswith("*")]
+    return f"{head}({', '.join(pos + kws)})"
 
 
 def _cut_points(span: str) -> list[int]:

@@ -1,0 +1,315 @@
+"""Code-style checking (Gorilla / APIBench): strict tree matching against the catalog.
+
+An index over the catalog's code records maps (function path, identifying
+argument values) -> records, so checking one answer is a parse plus a few dict
+look-ups. Strict verdicts: correct / wrong_api / hallucinated / unparsable (valid
+instead of correct / wrong_api without a gold call). ``mode="gorilla"`` applies
+the upstream APIBench rules instead (see gorilla_compat).
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any
+
+from apidb.record import ApiRecord
+
+from . import extract
+from .gorilla_compat import GorillaDB, cut_api_call, flavor_of
+from .identity import Key, describe, key, normalize_path
+from .parse import Call, parse_calls
+from .suggest import suggest
+from .verdict import Defect, Verdict, make
+
+MODES = ("strict", "gorilla")
+
+
+def record_keys(calls: tuple[Call, ...] | list[Call]) -> list[Key]:
+    """The identity keys of a call expression: every call that names a model.
+
+    ``tf.keras.Sequential([hub.KerasLayer(url)])`` is keyed by the KerasLayer call,
+    ``joblib.load(hf_hub_download(repo, file))`` by the download call; a call with
+    no identifying literal anywhere is keyed by its outermost function alone.
+    """
+    keys = [k for k in (key(c) for c in calls) if k[1]]
+    if not keys and calls:
+        keys = [key(calls[0])]
+    return list(dict.fromkeys(keys))
+
+
+class CodeIndex:
+    """The code-style records of a catalog (optionally one namespace), indexed by identity."""
+
+    def __init__(self, records: Iterable[ApiRecord], namespace: str | None = None) -> None:
+        self.namespace = namespace
+        self.records = [r for r in records if namespace is None or r.namespace == namespace]
+        self.code_records = [r for r in self.records if r.call]
+        self.by_key: dict[Key, list[tuple[ApiRecord, frozenset[str]]]] = {}
+        self.keys_of: dict[str, list[Key]] = {}
+        self.keys_by_path: dict[str, list[Key]] = {}
+        self.paths: set[str] = set()
+        for rec in self.code_records:
+            calls = parse_calls(rec.call).calls
+            paths = frozenset(normalize_path(c.path) for c in calls)
+            self.paths |= paths
+            keys = record_keys(calls)
+            self.keys_of[rec.id] = keys
+            for k in keys:
+                bucket = self.by_key.setdefault(k, [])
+                if not bucket:
+                    self.keys_by_path.setdefault(k[0], []).append(k)
+                bucket.append((rec, paths))
+        self._by_id = {r.id: r for r in self.records}
+        self._gorilla: dict[str, GorillaDB] = {}
+        self._nearest: dict[Key, tuple[Key | None, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self.code_records)
+
+    # -- strict ---------------------------------------------------------------------
+    def lookup(self, k: Key, context: frozenset[str] = frozenset()) -> ApiRecord | None:
+        """The record with this identity; among several, the one whose calls fit ``context``."""
+        bucket = self.by_key.get(k)
+        if not bucket:
+            return None
+        for rec, paths in bucket:
+            if paths <= context:
+                return rec
+        return bucket[0][0]
+
+    def nearest(self, k: Key) -> tuple[Key | None, str]:
+        """The closest indexed identity to ``k`` and a sentence saying what differs."""
+        if k in self._nearest:
+            return self._nearest[k]
+        path, ident = k
+        pool = self.keys_by_path.get(path)
+        near_path = path
+        if not pool:
+            guess = suggest(path, self.keys_by_path, 1)
+            near_path = guess[0] if guess else ""
+            pool = self.keys_by_path.get(near_path, [])
+        best: Key | None = None
+        if pool:
+            target = " ".join(v for _, v in ident)
+            sm = difflib.SequenceMatcher(autojunk=False)
+            sm.set_seq2(target)
+            scored = []
+            for cand in pool:
+                sm.set_seq1(" ".join(v for _, v in cand[1]))
+                if sm.real_quick_ratio() >= 0.2:
+                    scored.append((sm.ratio(), cand))
+            best = max(scored, key=lambda t: t[0])[1] if scored else pool[0]
+        out = (best, _differs(k, best))
+        if len(self._nearest) < 100_000:
+            self._nearest[k] = out
+        return out
+
+    def check(self, output: str, gold: Any = None) -> Verdict:
+        chosen, first_calls = _choose_calls(output, self.paths)
+        gold_keys = self.gold_keys(gold) if gold is not None else None
+        if chosen is None and first_calls is None:
+            return make("unparsable", defects=[Defect("unparsable", "no call found in the output")])
+        if chosen is None:
+            return self._hallucinated(list(first_calls), gold)
+        context = frozenset(normalize_path(c.path) for c in chosen)
+        matched: list[tuple[Call, Key, ApiRecord]] = []
+        for c in chosen:
+            k = key(c)
+            rec = self.lookup(k, context)
+            if rec is not None:
+                matched.append((c, k, rec))
+        if not matched:
+            if gold_keys and any(key(c) in gold_keys for c in chosen):
+                c = next(c for c in chosen if key(c) in gold_keys)
+                return make("correct", call=c.code, details=self._gold_details(gold_keys))
+            return self._hallucinated(chosen, gold)
+        if gold_keys is None:
+            c, k, rec = matched[0]
+            return make("valid", api=rec.id, call=c.code)
+        for c, k, rec in matched:
+            if k in gold_keys:
+                return make("correct", api=rec.id, call=c.code, details=self._gold_details(gold_keys))
+        c, k, rec = matched[0]
+        gold_desc = ", ".join(describe(g) for g in gold_keys) or "unparsable"
+        details = self._gold_details(gold_keys)
+        return make("wrong_api", api=rec.id, call=c.code, details=details, defects=[Defect(
+            "wrong_api", f"calls {rec.id} ({describe(k)}), not the gold API {gold_desc}",
+            name=k[0])])
+
+    def gold_keys(self, gold: Any) -> set[Key]:
+        """Identity keys of a gold answer: a call string, a record id, an ApiRecord or an api_data dict."""
+        if isinstance(gold, ApiRecord):
+            text = gold.call or ""
+        elif isinstance(gold, dict):
+            text = gold.get("api_call") or gold.get("call") or ""
+        elif isinstance(gold, str):
+            if gold in self._by_id:
+                return set(self.keys_of.get(gold, []))
+            text = gold
+        else:
+            return set()
+        calls = parse_calls(text).calls if isinstance(text, str) else ()
+        return set(record_keys(calls))
+
+    def _gold_details(self, gold_keys: set[Key]) -> dict[str, Any]:
+        ids = sorted({rec.id for k in gold_keys for rec, _ in self.by_key.get(k, [])})
+        return {"gold_api": ids[0]} if ids else {}
+
+    def _hallucinated(self, calls: list[Call], gold: Any) -> Verdict:
+        if not self.code_records:
+            ns = f" (namespace {self.namespace})" if self.namespace else ""
+            return make("hallucinated", call=calls[0].code, defects=[Defect(
+                "hallucinated", f"the catalog{ns} holds no code-style APIs (records with a call); "
+                "JSON tool calls are checked with check_calls / a 'calls' input line")])
+        defects = []
+        best: tuple[Key | None, str] | None = None
+        for c in calls[:5]:
+            k = key(c)
+            near, differs = self.nearest(k)
+            near_rec = self.lookup(near) if near else None
+            defects.append(Defect("hallucinated", f"{describe(k)} matches no API in the catalog; {differs}",
+                                  name=k[0], suggestions=(near_rec.call,) if near_rec and near_rec.call else ()))
+            if best is None:
+                best = (near, differs)
+        near_rec = self.lookup(best[0]) if best and best[0] else None
+        return make("hallucinated", call=calls[0].code, defects=defects,
+                    nearest=near_rec.id if near_rec else None,
+                    suggestions=[near_rec.call] if near_rec and near_rec.call else [],
+                    details={"differs": best[1]} if best else {})
+
+    # -- gorilla-compatible ---------------------------------------------------------
+    def gorilla_db(self, flavor: str | None = None) -> GorillaDB:
+        flavor = flavor or flavor_of(self.namespace or _main_namespace(self.code_records))
+        if flavor not in self._gorilla:
+            self._gorilla[flavor] = GorillaDB(self.code_records, flavor)
+        return self._gorilla[flavor]
+
+    def check_gorilla(self, output: str, gold: Any = None, flavor: str | None = None) -> Verdict:
+        db = self.gorilla_db(flavor)
+        cand = cut_api_call(output, db.flavor)
+        if cand is None:
+            return make("unparsable", defects=[Defect("unparsable", "no 'api_call' in the output "
+                                                      "(upstream TorchHub scoring skips it)")],
+                        details={"mode": "gorilla"})
+        entry = db.match(cand)
+        if entry is None:
+            return make("hallucinated", call=cand, details={"mode": "gorilla"}, defects=[Defect(
+                "hallucinated", "no database entry's function and key argument values occur in the call")])
+        gold_domain = self.gold_domain(gold)
+        details = {"mode": "gorilla", "domain": entry.domain}
+        if gold is None:
+            return make("valid", api=entry.record.id, call=cand, details=details)
+        details["gold_domain"] = gold_domain
+        if entry.domain == gold_domain:
+            return make("correct", api=entry.record.id, call=cand, details=details)
+        return make("wrong_api", api=entry.record.id, call=cand, details=details, defects=[Defect(
+            "wrong_api", f"first matching entry {entry.record.id} has domain {entry.domain!r}, "
+            f"gold domain is {gold_domain!r}")])
+
+    def gold_domain(self, gold: Any) -> str | None:
+        if isinstance(gold, dict):
+            return gold.get("domain") or (gold.get("api_data") or {}).get("domain")
+        if isinstance(gold, ApiRecord):
+            return gold.metadata.get("domain")
+        if isinstance(gold, str):
+            rec = self._by_id.get(gold)
+            if rec is None:
+                keys = self.gold_keys(gold)
+                rec = next((self.lookup(k) for k in keys if self.lookup(k)), None)
+            return rec.metadata.get("domain") if rec else None
+        return None
+
+
+def _main_namespace(records: list[ApiRecord]) -> str:
+    from collections import Counter
+
+    counts = Counter(r.namespace for r in records)
+    return counts.most_common(1)[0][0] if counts else ""
+
+
+def _choose_calls(output: str, paths: set[str]) -> tuple[list[Call] | None, tuple[Call, ...] | None]:
+    """The API-like calls of the first snippet that has any, else the first calls seen."""
+    first: tuple[Call, ...] | None = None
+    for snippet in extract.snippets(output):
+        calls = parse_calls(snippet).calls
+        if not calls:
+            continue
+        api_like = [c for c in calls if normalize_path(c.path) in paths]
+        if api_like:
+            return api_like, first
+        if first is None:
+            first = calls
+    return None, first
+
+
+def _differs(k: Key, near: Key | None) -> str:
+    if near is None:
+        return "no API with a similar function in the catalog"
+    parts = []
+    if near[0] != k[0]:
+        parts.append(f"function {k[0]} (catalog has {near[0]})")
+    mine, theirs = dict(k[1]), dict(near[1])
+    for name in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(name), theirs.get(name)
+        if a != b:
+            label = "argument " + name.lstrip("#") if name.startswith("#") else name
+            parts.append(f"{label}: {a!r} (catalog has {b!r})" if a is not None and b is not None
+                         else f"{label}: {'missing' if a is None else repr(a)} (catalog has "
+                              f"{'none' if b is None else repr(b)})")
+    return f"nearest is {describe(near)}" + (": " + "; ".join(parts) if parts else "")
+
+
+_CACHE: list[tuple[Any, Any, CodeIndex]] = []
+
+
+def index_for(catalog: Any, namespace: str | None = None) -> CodeIndex:
+    """A (cached) CodeIndex for a Catalog, a list of ApiRecords or a CodeIndex."""
+    if isinstance(catalog, CodeIndex):
+        if namespace is None or namespace == catalog.namespace:
+            return catalog
+        catalog = catalog.records
+    from apidb.catalog import Catalog
+
+    if isinstance(catalog, Catalog):
+        ident: Any = ("db", str(catalog.path), catalog.generation, namespace)
+        owner: Any = None
+    else:
+        catalog = catalog if isinstance(catalog, (list, tuple)) else list(catalog)
+        ident, owner = ("list", id(catalog), len(catalog), namespace), catalog
+    for i, (cid, cown, idx) in enumerate(_CACHE):
+        if cid == ident and (owner is None or cown is owner):
+            return idx
+    records = catalog.records(namespace) if isinstance(catalog, Catalog) else catalog
+    idx = CodeIndex(records, namespace)
+    _CACHE.append((ident, owner, idx))
+    del _CACHE[:-8]
+    return idx
+
+
+def check_code(output: Any, catalog: Any, gold: Any = None, mode: str = "strict",
+               namespace: str | None = None) -> Verdict:
+    """Check a model's code-style answer against a catalog. Never raises on bad output.
+
+    ``catalog``: a Catalog, a list of ApiRecords or a CodeIndex. ``gold``: the gold
+    call (string), a record id, an ApiRecord, or an APIBench ``api_data`` dict.
+    """
+    if mode not in MODES:
+        from apidb.errors import ToolsiftError
+
+        raise ToolsiftError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
+    text = _as_text(output)
+    index = index_for(catalog, namespace)
+    try:
+        if mode == "gorilla":
+            return index.check_gorilla(text, gold)
+        return index.check(text, gold)
+    except RecursionError:
+        return make("unparsable", defects=[Defect("unparsable", "output nests too deeply to parse")])
+
+
+def _as_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, (bytes, bytearray)):
+        return bytes(output).decode("utf-8", errors="replace")
+    return "" if output is None else str(output)
