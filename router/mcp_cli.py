@@ -1,0 +1,49 @@
+"""`toolsift serve mcp`: run the MCP gateway (stdio or streamable HTTP)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(serve_app: typer.Typer) -> None:
+    serve_app.command("mcp")(serve_mcp)
+
+
+def serve_mcp(
+    config: Path = typer.Option(..., "--config", "-c", help="JSON file in the mcpServers shape: "
+                                '{"mcpServers": {NAME: {"command", "args", "env"} | {"url"}}}.'),
+    transport: str = typer.Option("stdio", "--transport", "-t", help="How clients reach the gateway: stdio | http."),
+    db: Optional[Path] = typer.Option(None, "--db", help="Catalog file to keep the upstream tools in (one namespace "
+                                      "per server, synced by content hash). Default: in memory."),
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
+    port: int = typer.Option(8765, "--port", help="HTTP transport: port (path /mcp)."),
+    pin: list[str] = typer.Option([], "--pin", help="Expose this tool directly (server__tool or a unique bare "
+                                  "name); repeatable."),
+    method: Optional[str] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
+                                         "(default: the router's default)."),
+    k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
+    start_timeout: float = typer.Option(30.0, "--start-timeout", help="Seconds an upstream may take to start."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log upstream events to stderr."),
+) -> None:
+    """Serve many MCP servers behind search_tools and call_tool (plus pinned tools)."""
+    import anyio
+
+    from .mcp_gateway import Gateway, serve_http, serve_stdio
+    from .mcp_upstreams import GatewayError, load_config
+
+    if transport not in ("stdio", "http"):
+        raise GatewayError(f"--transport must be stdio or http, not {transport!r}")
+    if method is not None and method not in ("hybrid", "bm25", "dense"):
+        raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
+    specs = load_config(config)
+    # Logs go to stderr: on the stdio transport stdout carries the protocol.
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
+    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout)
+    if transport == "stdio":
+        anyio.run(serve_stdio, gateway)
+    else:
+        typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers)", err=True)
+        anyio.run(serve_http, gateway, host, port)
