@@ -77,10 +77,14 @@ def _check_unique(records) -> list:
 
 def _print_report(report: SyncReport, results) -> None:
     for res in results:
+        names = sorted(res.namespaces)
+        shown = ", ".join(names[:6]) + (f", … (+{len(names) - 6} more)" if len(names) > 6 else "")
+        # soft_wrap: one line per source even when stdout is not a terminal (rich wraps at 80)
         out.print(f"{res.path}: {len(res.records)} records ({res.format}), "
-                  f"namespaces: {', '.join(sorted(res.namespaces))}", highlight=False)
+                  f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}",
+                  highlight=False, soft_wrap=True)
     out.print(f"added {report.added}, updated {report.updated}, removed {report.removed}, "
-              f"unchanged {report.unchanged}", highlight=False)
+              f"unchanged {report.unchanged}", highlight=False, soft_wrap=True)
 
 
 @app.command("stats")

@@ -120,7 +120,7 @@ def _docs(data: list[Any], problems: Problems):
                                      record=entry_id, field=f"function[{j}]")
                     continue
                 yield entry_id, f"function[{j}].", doc, entry_id
-        elif isinstance(item, dict) and ("name" in item or "parameters" in item):
+        elif isinstance(item, dict) and "parameters" in item:  # BFCL docs always carry parameters
             yield i, "", item, None
         else:
             problems.invalid("expected a BFCL entry {id, question, function} or a function doc", record=i)

@@ -77,6 +77,9 @@ def _record(i: int, tool: Any, ns: str, problems: Problems) -> ApiRecord | None:
         if not isinstance(fn, dict):
             problems.invalid("'function' must be an object", record=i, field="function")
             return None
+    elif "tools" in tool or "inputSchema" in tool:  # a server or an MCP tool, not a function object
+        problems.invalid("not an OpenAI tool or function object (has 'tools' or 'inputSchema')", record=i)
+        return None
     else:
         fn, prefix = tool, ""
     name = fn.get("name")
