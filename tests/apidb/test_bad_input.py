@@ -176,3 +176,15 @@ def test_skip_invalid_loads_the_rest_and_reports_each_skipped(tmp_path, catalog)
     assert f"record {bad_name!r}" in skipped[1] and "field 'inputSchema'" in skipped[1]
     # without --skip-invalid the same file is rejected and changes nothing
     assert_rejected(db, catalog[1], bad, "field 'name'")
+
+
+@pytest.mark.parametrize("fmt", ["gorilla", "openai", "openapi", "bfcl", "toolbench"])
+def test_forcing_the_wrong_format_on_a_real_file_fails(fmt):
+    """A LiveMCPBench server list is not silently read as some other format's records."""
+    from apidb.errors import LoadError
+    from apidb.loaders import load
+
+    path = shared("livemcpbench", "tools.json")
+    with pytest.raises(LoadError) as exc:
+        load(path, format=fmt)
+    assert str(exc.value).startswith(str(path)) and "\n" not in str(exc.value)
