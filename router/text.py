@@ -1,0 +1,159 @@
+"""How a record becomes text: per-field text for BM25, one passage for the embedder.
+
+Identifiers are split into words (``get_weather_by_coords`` → get weather by coords,
+``getWeatherByCoords`` too) so that a user's words meet a tool's name. Field weights
+are applied by repeating a field's tokens (a cheap BM25F approximation); the values in
+``DEFAULT_FIELD_WEIGHTS`` were chosen on data by benchmarks/router_targets.py (see there).
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Iterable
+
+from apidb.record import ApiRecord
+
+_CAMEL1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+")
+
+# Metadata keys that carry topical words (domain, category, the tool an endpoint belongs to).
+TAG_KEYS = ("domain", "domains", "functionality", "category", "category_name", "tool_name", "tool",
+            "tool_description", "tags", "framework", "server", "title", "summary")
+
+# Chosen by the grid in benchmarks/router_targets.py on StableToolBench + APIBench (see its report).
+DEFAULT_FIELD_WEIGHTS: dict[str, int] = {"name": 2, "namespace": 1, "description": 1, "params": 1,
+                                         "tags": 1, "call": 1}
+
+_MAX_FIELD_CHARS = 4000  # a README pasted into a description must not drown the other fields
+
+
+def split_identifier(text: str) -> str:
+    """``getWeather_byCoords`` → ``get Weather by Coords`` (case kept; tokenize lowers it)."""
+    text = _CAMEL2.sub(r"\1 \2", _CAMEL1.sub(r"\1 \2", text))
+    return " ".join(_WORD.findall(text))
+
+
+@functools.lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@functools.lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of ``text`` with identifiers split, stop words dropped (unstemmed)."""
+    stop = _stopwords()
+    return [w for w in _WORD.findall(split_identifier(text).lower()) if w not in stop]
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens: ``words`` stemmed (Porter/Snowball English)."""
+    ws = words(text)
+    return _stemmer().stemWords(ws) if ws else []
+
+
+def stem_map(text: str) -> dict[str, str]:
+    """stem → first original word, to report matched terms in the user's own words."""
+    out: dict[str, str] = {}
+    ws = words(text)
+    for w, s in zip(ws, _stemmer().stemWords(ws) if ws else []):
+        out.setdefault(s, w)
+    return out
+
+
+def _flatten(value: Any, limit: int = 40) -> list[str]:
+    """Strings inside a metadata value (str, list, dict values), at most ``limit`` of them."""
+    out: list[str] = []
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop(0)
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+    return out
+
+
+def _param_text(schema: dict[str, Any] | None) -> str:
+    """Parameter names (split) and descriptions, one level of nesting deep."""
+    parts: list[str] = []
+    props = (schema or {}).get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return ""
+    for name, spec in props.items():
+        parts.append(split_identifier(str(name)))
+        if isinstance(spec, dict):
+            if isinstance(spec.get("description"), str):
+                parts.append(spec["description"])
+            if isinstance(spec.get("enum"), list):
+                parts.extend(str(e) for e in spec["enum"][:20])
+            inner = spec.get("properties")
+            if isinstance(inner, dict):
+                parts.extend(split_identifier(str(k)) for k in inner)
+    return " ".join(parts)
+
+
+def record_fields(record: ApiRecord) -> dict[str, str]:
+    """The text of each field of a record (name, namespace, description, params, tags, call)."""
+    meta = record.metadata or {}
+    tags = [s for key in TAG_KEYS if key in meta for s in _flatten(meta[key])]
+    extra = meta.get("descriptions")
+    description = record.description or ""
+    if isinstance(extra, list):  # merged duplicates keep every distinct description
+        description = " ".join([description, *[str(d) for d in extra if d != record.description]])
+    local = record.id.split("/", 1)[1] if "/" in record.id else record.id
+    # The name a model calls, plus the id's local part and any display name, without repeats.
+    name_words: dict[str, str] = {}
+    for source in (record.name, str(meta.get("api_name") or ""), local):
+        for w in split_identifier(source).split():
+            name_words.setdefault(w.lower(), w)
+    name = " ".join(name_words.values())
+    fields = {
+        "name": name,
+        "namespace": split_identifier(record.namespace),
+        "description": description,
+        "params": _param_text(record.parameters),
+        "tags": " ".join(tags),
+        "call": split_identifier(record.call or ""),
+    }
+    return {k: v[:_MAX_FIELD_CHARS] for k, v in fields.items()}
+
+
+def record_tokens(record: ApiRecord, weights: dict[str, int] | None = None) -> list[str]:
+    """BM25 document tokens: each field's tokens repeated ``weights[field]`` times."""
+    weights = DEFAULT_FIELD_WEIGHTS if weights is None else weights
+    out: list[str] = []
+    for field, text in record_fields(record).items():
+        w = int(weights.get(field, 0))
+        if w > 0 and text:
+            out.extend(tokenize(text) * w)
+    return out
+
+
+def record_passage(record: ApiRecord) -> str:
+    """The one passage the embedder sees: name words, where it lives, what it does, its inputs.
+
+    MiniLM reads at most 256 word pieces, so the most telling text comes first.
+    """
+    f = record_fields(record)
+    head = f["name"]
+    if f["tags"]:
+        head += f" ({f['tags'][:200]})"
+    parts = [head + ":", f["description"][:600]]
+    if f["params"]:
+        parts.append("Parameters: " + f["params"][:300])
+    return " ".join(p for p in parts if p)
+
+
+def batch_tokens(records: Iterable[ApiRecord], weights: dict[str, int] | None = None) -> list[list[str]]:
+    return [record_tokens(r, weights) for r in records]
