@@ -1,0 +1,16 @@
+"""Catch hallucinated API calls: code-style (Gorilla/APIBench) and JSON tool calls (OpenAI/BFCL).
+
+    from checker import check_code, check_calls
+    check_code("pipeline('summarization', model='facebook/bart-large-cnn-v9')", catalog)
+    check_calls([{"name": "weather", "arguments": {"city": "Paris"}}], functions=tools)
+
+Importing this package is cheap: libcst is loaded on the first code check.
+"""
+from __future__ import annotations
+
+from .calls import check_calls
+from .code import CodeIndex, check_code
+from .suggest import suggest
+from .verdict import Defect, Verdict
+
+__all__ = ["CodeIndex", "Defect", "Verdict", "check_calls", "check_code", "suggest"]
