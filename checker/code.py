@@ -9,6 +9,7 @@ the upstream APIBench rules instead (see gorilla_compat).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -106,6 +107,7 @@ class CodeIndex:
 
     def check(self, output: str, gold: Any = None) -> Verdict:
         chosen, first_calls = _choose_calls(output, self.paths)
+        env = _assignments(output) if chosen else {}
         gold_keys = self.gold_keys(gold) if gold is not None else None
         if chosen is None and first_calls is None:
             return make("unparsable", defects=[Defect("unparsable", "no call found in the output")])
@@ -113,16 +115,19 @@ class CodeIndex:
             return self._hallucinated(list(first_calls), gold)
         context = frozenset(normalize_path(c.path) for c in chosen)
         matched: list[tuple[Call, Key, ApiRecord]] = []
+        keys = {id(c): key(c, env) for c in chosen}
         for c in chosen:
-            k = key(c)
+            k = keys[id(c)]
             rec = self.lookup(k, context)
             if rec is not None:
                 matched.append((c, k, rec))
         if not matched:
-            if gold_keys and any(key(c) in gold_keys for c in chosen):
-                c = next(c for c in chosen if key(c) in gold_keys)
+            if gold_keys and any(keys[id(c)] in gold_keys for c in chosen):
+                c = next(c for c in chosen if keys[id(c)] in gold_keys)
                 return make("correct", call=c.code, details=self._gold_details(gold_keys))
-            return self._hallucinated(chosen, gold)
+            # report the calls that name something (a model id) before bare ones
+            ranked = sorted(chosen, key=lambda c: not keys[id(c)][1])
+            return self._hallucinated(ranked, gold, env)
         if gold_keys is None:
             c, k, rec = matched[0]
             return make("valid", api=rec.id, call=c.code)
@@ -155,7 +160,7 @@ class CodeIndex:
         ids = sorted({rec.id for k in gold_keys for rec, _ in self.by_key.get(k, [])})
         return {"gold_api": ids[0]} if ids else {}
 
-    def _hallucinated(self, calls: list[Call], gold: Any) -> Verdict:
+    def _hallucinated(self, calls: list[Call], gold: Any, env: dict[str, str] | None = None) -> Verdict:
         if not self.code_records:
             ns = f" (namespace {self.namespace})" if self.namespace else ""
             return make("hallucinated", call=calls[0].code, defects=[Defect(
@@ -164,7 +169,7 @@ class CodeIndex:
         defects = []
         best: tuple[Key | None, str] | None = None
         for c in calls[:5]:
-            k = key(c)
+            k = key(c, env)
             near, differs = self.nearest(k)
             near_rec = self.lookup(near) if near else None
             defects.append(Defect("hallucinated", f"{describe(k)} matches no API in the catalog; {differs}",
@@ -240,6 +245,17 @@ def _choose_calls(output: str, paths: set[str]) -> tuple[list[Call] | None, tupl
         if first is None:
             first = calls
     return None, first
+
+
+_ASSIGN = re.compile(r"""(?<![\w.])([A-Za-z_]\w*)\s*=\s*(['"])([^'"\n\\]{1,200})\2""")
+
+
+def _assignments(output: str) -> dict[str, str]:
+    """``name = 'literal'`` assignments anywhere in the answer (first one wins)."""
+    env: dict[str, str] = {}
+    for m in _ASSIGN.finditer(extract.unescape(output)):
+        env.setdefault(m.group(1), m.group(3))
+    return env
 
 
 def _differs(k: Key, near: Key | None) -> str:

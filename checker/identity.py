@@ -67,18 +67,24 @@ def bind(call: Call) -> dict[str, tuple]:
     return out
 
 
-def identity(call: Call) -> Identity:
-    """The identifying (name, literal value) pairs of a call, sorted; () if none."""
+def identity(call: Call, env: dict[str, str] | None = None) -> Identity:
+    """The identifying (name, literal value) pairs of a call, sorted; () if none.
+
+    ``env`` maps variable names to the string literals assigned to them in the same
+    answer, so ``from_pretrained(model_id)`` after ``model_id = 'x'`` identifies 'x'.
+    """
     items = []
     shell = call.path.startswith("$ ")  # a command line: every option value identifies
     for name, (kind, value) in bind(call).items():
+        if kind == "name" and env and value in env:
+            kind, value = "str", env[value]
         if kind == "str" and (shell or name in IDENTIFYING or name.startswith("#")):
             items.append((name, value.strip()))
     return tuple(sorted(items))
 
 
-def key(call: Call) -> Key:
-    return (normalize_path(call.path), identity(call))
+def key(call: Call, env: dict[str, str] | None = None) -> Key:
+    return (normalize_path(call.path), identity(call, env))
 
 
 def describe(k: Key) -> str:
