@@ -62,8 +62,24 @@ def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str =
         router = Router.open(router)
     rr = RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method, model=model,
                        cache_dir=cache_dir)
-    is_async = asyncio.iscoroutinefunction(client.chat.completions.create)
+    is_async = _is_async(client)
     return _Wrapped(client, rr, on_hallucination, max_repairs, is_async)
+
+
+def _is_async(client: Any) -> bool:
+    import inspect
+
+    try:
+        import openai
+
+        if isinstance(client, openai.AsyncOpenAI):
+            return True
+        if isinstance(client, openai.OpenAI):
+            return False
+    except ImportError:
+        pass
+    # openai decorates create(); look through the decorators (also covers look-alike clients)
+    return inspect.iscoroutinefunction(inspect.unwrap(client.chat.completions.create))
 
 
 class _Wrapped:

@@ -65,8 +65,9 @@ def tool_name(tool: Any) -> str | None:
 
 # ------------------------------------------------------------------ validation
 
-def validate_body(body: Any) -> dict:
-    """The request body, or a RequestError saying exactly what is wrong with it."""
+def validate_body(body: Any) -> list[str]:
+    """The request's tool names (one pass over a possibly 2k-tool list), or a RequestError
+    saying exactly what is wrong with the body."""
     if not isinstance(body, dict):
         raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
     msgs = body.get("messages")
@@ -76,13 +77,24 @@ def validate_body(body: Any) -> dict:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise RequestError(f"messages[{i}] must be an object with a string 'role'")
     tools = body.get("tools")
-    if tools is not None:
-        if not isinstance(tools, list):
-            raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
-        for i, t in enumerate(tools):
-            if not isinstance(t, dict) or t.get("type", "function") != "function" or not tool_name(t):
-                raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
-    return body
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
+    names = []
+    for i, t in enumerate(tools):
+        try:
+            name = t["function"]["name"]
+            ok = t.get("type", "function") == "function" and isinstance(name, str) and name
+        except (TypeError, KeyError, AttributeError):
+            ok = False
+        if not ok:
+            raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        names.append(name)
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise RequestError(f"two tools are named {dup!r}; tool names must be unique in a request")
+    return names
 
 
 def _text(content: Any) -> str:
@@ -181,17 +193,17 @@ class RequestRouter:
 
     # -- public
     def route(self, body: Any) -> RoutedRequest:
-        body = validate_body(body)
+        names = validate_body(body)
         tools = body.get("tools") or []
         if not tools:
             return self._inject(body)
         forced = forced_names(body, self.pinned)
-        names = [tool_name(t) for t in tools]
         keep: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
         if len(tools) <= self.k and len(tools) <= self.max_tools:
             ranked = [(i, None) for i in range(len(tools)) if i not in keep]
         else:
-            ranked = [(i, s) for i, s in self._rank(tools, body["messages"], self.k + len(keep)) if i not in keep]
+            ranked = [(i, s) for i, s in self._rank(tools, names, body["messages"], self.k + len(keep))
+                      if i not in keep]
         if len(ranked) < self.k:  # nothing matched (BM25 on "do it"): fill in caller order, never offer 0
             seen = {i for i, _ in ranked}
             ranked += [(i, None) for i in range(len(tools)) if i not in keep and i not in seen][: self.k - len(ranked)]
@@ -240,7 +252,7 @@ class RequestRouter:
     def _inject(self, body: dict) -> RoutedRequest:
         if not (self.inject and self.router is not None) or body.get("tool_choice") == "none":
             return RoutedRequest(body, [], [], [], 0, 0)
-        self._catalog_ids([])  # builds the name map
+        self._catalog_ids([], [])  # builds the name map
         pins = [p for p in self.pinned if p in self._names or self.router.get(p) is not None]
         sels = self.router.select(query_messages(body["messages"]), k=min(self.k, self.max_tools),
                                   method=self.method, pinned=pins, token_budget=self.token_budget)
@@ -255,9 +267,9 @@ class RequestRouter:
         out = dict(body, tools=offered) if offered else body
         return RoutedRequest(out, offered, [], selected, 0, len(offered), injected=bool(offered))
 
-    def _rank(self, tools: list[dict], messages: list[dict], n: int) -> list[tuple[int, Any]]:
+    def _rank(self, tools: list[dict], names: list[str], messages: list[dict], n: int) -> list[tuple[int, Any]]:
         query, k = query_messages(messages), min(n, len(tools))
-        ids = self._catalog_ids(tools)
+        ids = self._catalog_ids(tools, names)
         if ids is not None:  # every tool is a catalog tool: rank with the catalog's persisted indexes
             pos = {rid: i for i, rid in enumerate(ids)}
             sels = self.router.select(query, k=k, method=self.method, candidates=list(pos))
@@ -266,23 +278,22 @@ class RequestRouter:
         sels = router.select(query, k=k, method=self.method)
         return [(index[s.record.id], s) for s in sels if s.record.id in index]
 
-    def _catalog_ids(self, tools: list[dict]) -> list[str] | None:
+    def _catalog_ids(self, tools: list[dict], names: list[str]) -> list[str] | None:
         """Catalog record ids of the request's tools, by name; None unless each name is known and unique."""
         if self.router is None:
             return None
         with self._lock:
             if self._names is None:
-                names: dict[str, set[str]] = {}
-                for r in self.router.records:
-                    for key in {r.name, r.openai_name()}:
-                        names.setdefault(key, set()).add(r.id)
-                self._names = names
+                by_name: dict[str, set[str]] = {}
+                for r in self.router.records:  # the name a model sees (what to_openai_tool emits)
+                    by_name.setdefault(r.openai_name(), set()).add(r.id)
+                self._names = by_name
         ids = []
-        for t in tools:
-            hit = self._names.get(tool_name(t) or "", set())
+        for t, name in zip(tools, names):
+            hit = self._names.get(name, ())
             if len(hit) > 1:  # same name in several namespaces: the description decides
-                desc = (t.get("function") or {}).get("description") or ""
-                hit = {rid for rid in hit if self.router.get(rid).description == desc.strip()}
+                desc = ((t.get("function") or {}).get("description") or "").strip()
+                hit = sorted(rid for rid in hit if self.router.get(rid).description == desc)[:1]
             if len(hit) != 1:
                 return None
             ids.append(next(iter(hit)))

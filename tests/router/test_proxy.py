@@ -13,8 +13,8 @@ import openai
 import pytest
 
 from router.proxy import ServerThread, create_app
-from tests.support.scripted_upstream import (ScriptedUpstream, completion, error, garbage, offered_names, slow,
-                                             tool_call)
+from tests.support.scripted_upstream import (ScriptedUpstream, call_first_tool, completion, error, garbage,
+                                             offered_names, slow, tool_call)
 from tests.support.toolsets import gold_names, small_tools, stb_catalog, stb_dataset, stb_tools
 
 KEY = "sk-client-secret-123"
@@ -44,17 +44,10 @@ def user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def first_offered_call(req: dict) -> dict:
-    """Script: call the first tool the request offered, with its required parameters filled."""
-    fn = req["tools"][0]["function"]
-    args = {p: "x" for p in (fn.get("parameters") or {}).get("required", [])}
-    return completion(tool_calls=[tool_call(fn["name"], args)])
-
-
 def test_2k_tools_routed_gold_kept_verdicts_in_headers(stb_router):
     tools, ds = stb_tools(), stb_dataset()
     assert len(tools) > 2000
-    with ScriptedUpstream(first_offered_call, repeat_last=True) as up, running(up.base_url, stb_router, k=5) as srv:
+    with ScriptedUpstream(call_first_tool, repeat_last=True) as up, running(up.base_url, stb_router, k=5) as srv:
         c = client(srv)
         hits = 0
         queries = ds.queries[:10]

@@ -7,13 +7,15 @@ thread; clients (the real ``openai`` client, httpx, the proxy) reach it over TCP
 
 API
 ---
-``ScriptedUpstream(script=None, *, chunk_delay=0.0, repeat_last=False, models=("scripted-model",))``
+``ScriptedUpstream(script=None, *, chunk_delay=0.0, repeat_last=False, models=("scripted-model",), record=True)``
     Context manager (``with ScriptedUpstream([...]) as up:``) or ``start()`` / ``stop()``.
 
     ``up.url``        ``http://127.0.0.1:<port>``
     ``up.base_url``   ``up.url + "/v1"`` — what an OpenAI client's ``base_url`` should be.
     ``up.requests``   every request received, in order: ``Received(method, path, headers, body, json)``
                       (``headers`` keys lower-cased; ``json`` is None when the body was not JSON).
+                      ``record=False`` keeps nothing (load tests with megabyte bodies); ``up.count``
+                      still counts the requests.
     ``up.chat_requests``  the JSON bodies of the ``POST /v1/chat/completions`` requests only.
     ``up.push(*items)`` / ``up.set_script(items)`` / ``up.clear()``  change the script / forget requests.
 
@@ -34,7 +36,9 @@ last item with ``repeat_last=True``). An item is one of:
 
 Helpers: ``completion(content=None, tool_calls=None, model=..., finish_reason=None)`` builds a
 ``chat.completion`` object; ``tool_call(name, arguments, id=None)`` builds one ``tool_calls`` entry;
-``offered_names(request_json)`` lists the tool names a request offered.
+``offered_names(request_json)`` lists the tool names a request offered; ``call_first_tool`` is a
+ready-made callable script (a schema-valid call to the first offered tool, arguments from
+``example_arguments(parameters)``).
 ``GET /v1/models`` lists ``models``; any other path answers 404 with an OpenAI-style error.
 """
 from __future__ import annotations
@@ -113,6 +117,30 @@ def offered_names(request_json: dict) -> list[str]:
     return [t.get("function", {}).get("name") for t in request_json.get("tools") or []]
 
 
+_EXAMPLES = {"string": "x", "integer": 1, "number": 1.5, "boolean": True, "array": [], "object": {}}
+
+
+def example_arguments(parameters: dict | None) -> dict:
+    """Arguments that satisfy a JSON Schema's required properties (first enum value, else by type)."""
+    props = (parameters or {}).get("properties") or {}
+    out = {}
+    for name in (parameters or {}).get("required") or []:
+        spec = props.get(name) or {}
+        kind = spec.get("type", "string")
+        kind = kind[0] if isinstance(kind, list) and kind else kind
+        out[name] = spec["enum"][0] if spec.get("enum") else _EXAMPLES.get(kind, "x")
+    return out
+
+
+def call_first_tool(request_json: dict) -> dict:
+    """Script callable: a valid call to the first tool offered (plain text if none was)."""
+    tools = request_json.get("tools") or []
+    if not tools:
+        return completion("no tools were offered")
+    fn = tools[0].get("function", {})
+    return completion(tool_calls=[tool_call(fn.get("name"), example_arguments(fn.get("parameters")))])
+
+
 def completion_to_chunks(comp: dict, pieces: int = 3) -> list[dict]:
     """Split a chat.completion into the chunk sequence a streaming upstream sends."""
     base = {"id": comp.get("id", "chatcmpl-x"), "object": "chat.completion.chunk",
@@ -161,6 +189,8 @@ class _State:
     repeat_last: bool
     chunk_delay: float
     models: tuple[str, ...]
+    record: bool = True
+    count: int = 0
     requests: list[Received] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -200,7 +230,9 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = None
         rec = Received(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body, parsed)
         with self.server.state.lock:
-            self.server.state.requests.append(rec)
+            self.server.state.count += 1
+            if self.server.state.record:
+                self.server.state.requests.append(rec)
         return rec
 
     def do_GET(self) -> None:
@@ -289,9 +321,9 @@ class ScriptedUpstream:
     """See the module docstring."""
 
     def __init__(self, script: list[Any] | Callable[[dict], Any] | None = None, *, chunk_delay: float = 0.0,
-                 repeat_last: bool = False, models: tuple[str, ...] = ("scripted-model",)) -> None:
+                 repeat_last: bool = False, models: tuple[str, ...] = ("scripted-model",), record: bool = True) -> None:
         self._state = _State(list(script) if isinstance(script, (list, tuple)) else script,
-                             repeat_last, chunk_delay, tuple(models))
+                             repeat_last, chunk_delay, tuple(models), record)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -334,6 +366,10 @@ class ScriptedUpstream:
     def requests(self) -> list[Received]:
         with self._state.lock:
             return list(self._state.requests)
+
+    @property
+    def count(self) -> int:
+        return self._state.count
 
     @property
     def chat_requests(self) -> list[dict]:
