@@ -1,0 +1,268 @@
+"""Scale: route latency, build time and memory against catalog size.
+
+    python -m benchmarks.scale [--sizes 2000,20000,100000] [--out DIR] [--quick]
+
+Catalogs are synthetic replicas of real ones (StableToolBench union, Seal-Tools,
+LiveMCPBench, BFCL live_multiple, APIBench HF, MetaTool). Replica ``i`` of a record:
+namespace ``<ns>_r<i>``, name ``<name>_v<i>`` (so every name is distinct), the
+description's sentences shuffled with a seed of (record id, i) (a one-sentence
+description instead loses one word), parameters unchanged. Encoding 100k texts with
+MiniLM takes ~25 min here, so replicas reuse the embedding of their base record (from
+the router's embedding cache) plus a small deterministic Gaussian perturbation
+(sigma 0.02 per dimension, renormalized). Queries are real benchmark queries.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import resource
+import sys
+import time
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from apidb.record import ApiRecord, make_id
+
+from .datasets import load_dataset
+from .methods import RankBM25
+from .retrieval import sample, versions
+
+BASE_DATASETS = ("stabletoolbench_G1_instruction", "seal_tools", "livemcpbench", "bfcl_live_multiple",
+                 "apibench_huggingface", "metatool_single")
+QUICK_BASE = ("livemcpbench", "metatool_single")
+SIZES = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+QUICK_SIZES = (1_000, 3_000)
+METHODS = ("rank_bm25", "bm25", "dense", "hybrid")
+N_QUERIES, QUICK_QUERIES = 60, 10
+RANK_BM25_QUERIES = 20  # rank-bm25 is ~100x slower per query: fewer timed queries keep the run short
+SIGMA = 0.02
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "scale"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def base_catalog(names: tuple[str, ...]) -> tuple[list[ApiRecord], list[str]]:
+    """Records of the base datasets (deduplicated by id) and their queries' texts."""
+    records: dict[str, ApiRecord] = {}
+    queries: list[str] = []
+    for n in names:
+        ds = load_dataset(n)
+        for r in ds.records:
+            records.setdefault(r.id, r)
+        queries += [q.text for q in sample(ds.queries, 40)]
+    return list(records.values()), queries
+
+
+def _vary_text(text: str, rng: random.Random) -> str:
+    sentences = [s for s in _SENTENCE.split(text.strip()) if s]
+    if len(sentences) > 1:
+        rng.shuffle(sentences)
+        return " ".join(sentences)
+    words = text.split()
+    if len(words) > 3:
+        del words[rng.randrange(1, len(words))]
+    return " ".join(words)
+
+
+def replica(record: ApiRecord, i: int) -> ApiRecord:
+    """Copy ``i`` (>= 1) of ``record`` with a distinct id, namespace, name and shuffled text."""
+    rng = random.Random(f"{record.id}#{i}")
+    ns = f"{record.namespace}_r{i}"
+    local = record.id.split("/", 1)[1] if "/" in record.id else record.id
+    return replace(record, id=make_id(ns, local), namespace=ns, name=f"{record.name}_v{i}",
+                   description=_vary_text(record.description, rng))
+
+
+def replicate(base: list[ApiRecord], size: int) -> tuple[list[ApiRecord], list[int]]:
+    """``size`` records (base first, then replicas round by round) and each one's base index."""
+    out, origin = [], []
+    i = 0
+    while len(out) < size:
+        for j, r in enumerate(base):
+            if len(out) >= size:
+                break
+            out.append(r if i == 0 else replica(r, i))
+            origin.append(j)
+        i += 1
+    return out, origin
+
+
+def base_vectors(base: list[ApiRecord]) -> np.ndarray:
+    """Embeddings of the base records through the router's cache (encodes only what it lacks)."""
+    from router import text as rtext
+    from router.dense import Embedder, embed_with_cache, shared_cache
+    from router.router import default_cache_dir
+
+    emb = Embedder()
+    vecs, _ = embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id),
+                               [r.content_hash for r in base], [rtext.record_passage(r) for r in base])
+    return vecs
+
+
+def replica_vectors(base_vecs: np.ndarray, origin: list[int], n_base: int) -> np.ndarray:
+    """Base vectors for the originals; base + N(0, SIGMA) noise (seeded per row), renormalized, for replicas."""
+    vecs = base_vecs[np.asarray(origin)].copy()
+    if len(vecs) > n_base:
+        noise = np.random.default_rng(12345).normal(0.0, SIGMA, size=(len(vecs) - n_base, vecs.shape[1]))
+        vecs[n_base:] += noise.astype(np.float32)
+        vecs[n_base:] /= np.linalg.norm(vecs[n_base:], axis=1, keepdims=True)
+    return np.ascontiguousarray(vecs, dtype=np.float32)
+
+
+def _traced(build: Callable[[], Any]) -> tuple[Any, float, float]:
+    """(object, seconds, peak traced heap MB): tracemalloc sees Python and numpy, not faiss internals."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        obj = build()
+        secs = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    return obj, secs, peak
+
+
+def _latency(fn: Callable[[str], Any], queries: list[str]) -> dict[str, float]:
+    fn(queries[0])  # warm-up
+    lat = []
+    for q in queries:
+        t0 = time.perf_counter()
+        fn(q)
+        lat.append((time.perf_counter() - t0) * 1000)
+    return {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)), "n": len(lat)}
+
+
+def measure_size(records: list[ApiRecord], vecs: np.ndarray, queries: list[str], methods: tuple[str, ...]) -> dict:
+    from router.dense import DenseIndex
+    from router.router import Router
+
+    out: dict[str, Any] = {}
+    if "rank_bm25" in methods:
+        bm, secs, peak = _traced(lambda: RankBM25(records))
+        out["rank_bm25"] = {"build_seconds": secs, "peak_heap_mb": peak,
+                            "latency_ms": _latency(lambda q: bm.search(q, 5), queries[:RANK_BM25_QUERIES])}
+        del bm
+    router, secs, peak = _traced(lambda: Router(records, dense_enabled=False))
+    lexical = {"build_seconds": secs, "peak_heap_mb": peak}
+    dense, dsecs, dpeak = _traced(lambda: DenseIndex(vecs))
+    # faiss keeps its own copy of the vectors outside the traced heap
+    dense_cost = {"build_seconds": dsecs, "peak_heap_mb": dpeak + vecs.nbytes / 2**20}
+    full = Router(records, dense=dense, lexical=router.lexical)
+    if "bm25" in methods:
+        out["bm25"] = {**lexical, "latency_ms": _latency(lambda q: full.select(q, k=5, method="bm25"), queries)}
+    if "dense" in methods:
+        out["dense"] = {**dense_cost, "latency_ms": _latency(lambda q: full.select(q, k=5, method="dense"), queries)}
+    if "hybrid" in methods:
+        out["hybrid"] = {"build_seconds": lexical["build_seconds"] + dense_cost["build_seconds"],
+                         "peak_heap_mb": lexical["peak_heap_mb"] + dense_cost["peak_heap_mb"],
+                         "latency_ms": _latency(lambda q: full.select(q, k=5, method="hybrid"), queries)}
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int] | None = None,
+        methods: list[str] | None = None, command: str | None = None) -> dict[str, Any]:
+    import faiss  # noqa: F401  (imported before any timed build)
+    from router.dense import load_model
+
+    started = time.time()
+    meths = tuple(methods or METHODS)
+    sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
+    base, queries = base_catalog(QUICK_BASE if quick else BASE_DATASETS)
+    queries = sorted(queries, key=lambda q: hashlib.sha1(q.encode()).hexdigest())[:QUICK_QUERIES if quick else N_QUERIES]
+    load_model()
+    t0 = time.perf_counter()
+    bvecs = base_vectors(base)
+    results: dict[str, Any] = {
+        "command": command or "python -m benchmarks.scale " + " ".join(sys.argv[1:]), "versions": versions(),
+        "quick": quick, "base_datasets": list(QUICK_BASE if quick else BASE_DATASETS), "base_records": len(base),
+        "base_embedding_seconds": time.perf_counter() - t0, "n_queries": len(queries), "sigma": SIGMA,
+        "how": __doc__.split("\n\n", 2)[2].strip(), "methods": list(meths), "sizes": {}}
+    for size in sizes:
+        print(f"[scale] {size} tools ...", file=sys.stderr, flush=True)
+        records, origin = replicate(base, size)
+        vecs = replica_vectors(bvecs, origin, len(base))
+        try:
+            results["sizes"][str(size)] = measure_size(records, vecs, queries, meths)
+        except MemoryError:
+            results["sizes"][str(size)] = {"error": "out of memory"}
+            break
+        del records, vecs
+    results["wall_seconds"] = time.time() - started
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    write_scale_report(results, out)
+    return results
+
+
+def write_scale_report(results: dict[str, Any], out: Path) -> None:
+    from .report import _pyplot, md_table
+
+    sizes = [s for s, v in results["sizes"].items() if "error" not in v]
+    meths = results["methods"]
+    rows = []
+    for s in sizes:
+        v = results["sizes"][s]
+        for m in meths:
+            if m in v:
+                rows.append([f"{int(s):,}", m, f"{v[m]['latency_ms']['p50']:.2f}", f"{v[m]['latency_ms']['p95']:.2f}",
+                             f"{v[m]['build_seconds']:.2f}", f"{v[m]['peak_heap_mb']:.0f}", f"{v['max_rss_mb']:.0f}"])
+    text = ["# Scale: route latency and memory vs catalog size", "",
+            f"Command: `{results['command']}`  ", f"Wall time: {results['wall_seconds']:.0f} s  ",
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()), "",
+            f"Base catalog: {results['base_records']} real records from {', '.join(results['base_datasets'])}; "
+            f"{results['n_queries']} real queries (rank-bm25: the first {RANK_BM25_QUERIES}), k=5, one query at a "
+            "time, after a warm-up query.", "", results["how"], "",
+            "Build times are measured with tracemalloc on (it slows Python-heavy builds). Peak heap: tracemalloc "
+            "peak during the build (dense adds the vectors faiss copies); max RSS: the process high-water mark "
+            "so far.", "",
+            md_table(["tools", "method", "p50 ms", "p95 ms", "build s", "peak heap MB", "max RSS MB"], rows), ""]
+    errs = {s: v["error"] for s, v in results["sizes"].items() if "error" in v}
+    if errs:
+        text.append("Stopped: " + "; ".join(f"{s}: {e}" for s, e in errs.items()))
+    (out / "report.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    xs = [int(s) for s in sizes]
+    for m in meths:
+        ys = [results["sizes"][s][m]["latency_ms"]["p50"] for s in sizes if m in results["sizes"][s]]
+        ms = [results["sizes"][s][m]["peak_heap_mb"] for s in sizes if m in results["sizes"][s]]
+        if ys:
+            axes[0].plot(xs[:len(ys)], ys, marker="o", label=m)
+            axes[1].plot(xs[:len(ms)], ms, marker="o", label=m)
+    for ax, title, ylabel in ((axes[0], "Route latency p50 (k=5)", "ms"), (axes[1], "Index build peak heap", "MB")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("catalog size (tools)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", help="comma-separated catalog sizes")
+    ap.add_argument("--methods", help=f"comma-separated, default {','.join(METHODS)}")
+    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    meths = [m.strip() for m in args.methods.split(",")] if args.methods else None
+    res = run(args.out, args.quick, sizes, meths)
+    print(f"wrote {Path(args.out) / 'report.md'} in {res['wall_seconds']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
