@@ -1,38 +1,27 @@
 """Benchmark corpora as `ApiRecord`s, built by the project's own loaders.
 
 The record ids are the labels of the benchmark, and the router indexes the same
-records, so every corpus goes through `apidb.loaders.load` when the format's loader
-exists. Until a loader lands, a minimal builder here produces records with the same
-shape (and the same keys the datasets resolve labels by); the loaded path wins as
-soon as the loader module is importable.
+records, so every corpus with a loader format (gorilla, toolbench, openapi, mcp, bfcl)
+goes through `apidb.loaders.load`: the ids are exactly the ones `toolsift catalog add`
+gives. MetaTool (name -> description only) and Seal-Tools have no loader format; their
+records are built here with ids ``metatool/<name>`` and ``seal_tools/<api_name>``.
 """
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 from apidb.loaders import load
-from apidb.loaders.common import slug, unique_ids
-from apidb.record import ApiRecord, canonical_json, make_id
-
-_HTTP = ("get", "post", "put", "delete", "patch", "head", "options")
+from apidb.loaders.common import slug
+from apidb.record import ApiRecord, make_id
 
 
 def _root() -> Path:
     from .datasets import data_root
 
     return data_root()
-
-
-def _has_loader(fmt: str) -> bool:
-    try:
-        importlib.import_module(f"apidb.loaders.{fmt}")
-    except ModuleNotFoundError:
-        return False
-    return True
 
 
 def _read(rel: str) -> Any:
@@ -63,37 +52,14 @@ def toolbench_key(record: ApiRecord) -> tuple[str, str]:
 @functools.lru_cache(maxsize=None)
 def _stabletoolbench(files: tuple[str, ...]) -> tuple[ApiRecord, ...]:
     by_id: dict[str, ApiRecord] = {}
-    if _has_loader("toolbench"):
-        for rel in files:
-            for r in load(_root() / rel, format="toolbench").records:
-                by_id.setdefault(r.id, r)
-        return tuple(by_id.values())
-    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for rel in files:
-        for q in _read(rel):
-            for a in q["api_list"]:
-                seen.setdefault((a["category_name"], a["tool_name"], a["api_name"]), a)
-    return tuple(unique_ids([_toolbench_record(a) for a in seen.values()]))
+    for rel in files:  # every file shares the "toolbench" namespace: the union, one record per endpoint
+        for r in load(_root() / rel, format="toolbench").records:
+            by_id.setdefault(r.id, r)
+    return tuple(by_id.values())
 
 
 def stabletoolbench(files: tuple[str, ...]) -> list[ApiRecord]:
     return list(_stabletoolbench(files))
-
-
-def _toolbench_record(a: dict[str, Any]) -> ApiRecord:
-    props, required = {}, []
-    for group in ("required_parameters", "optional_parameters"):
-        for p in a.get(group) or []:
-            props[p["name"]] = {"type": str(p.get("type", "string")).lower(), "description": p.get("description", "")}
-            if group == "required_parameters":
-                required.append(p["name"])
-    ns = slug(a["tool_name"])
-    return ApiRecord(id=make_id(ns, slug(a["api_name"])), namespace=ns, name=a["api_name"],
-                     description=a.get("api_description") or "",
-                     parameters={"type": "object", "properties": props, "required": required},
-                     source_format="toolbench",
-                     metadata={"category": a["category_name"], "tool_name": a["tool_name"],
-                               "api_name": a["api_name"], "method": a.get("method")})
 
 
 # --- MetaTool (name -> description only) ------------------------------------------------------
@@ -119,20 +85,7 @@ def openapi_key(record: ApiRecord) -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=None)
 def _openapi(rel: str, namespace: str) -> tuple[ApiRecord, ...]:
-    if _has_loader("openapi"):
-        return tuple(load(_root() / rel, format="openapi", namespace=namespace).records)
-    spec = _read(rel)
-    out = []
-    for path, item in spec.get("paths", {}).items():
-        for method, op in item.items():
-            if method.lower() not in _HTTP:
-                continue
-            name = op.get("operationId") or f"{method.upper()}_{path}"
-            out.append(ApiRecord(id=make_id(namespace, slug(name)), namespace=namespace, name=name,
-                                 description=op.get("summary") or op.get("description") or "",
-                                 source_format="openapi",
-                                 metadata={"method": method.upper(), "path": path}))
-    return tuple(unique_ids(out))
+    return tuple(load(_root() / rel, format="openapi", namespace=namespace).records)
 
 
 def openapi(rel: str, namespace: str) -> list[ApiRecord]:
@@ -143,19 +96,7 @@ def openapi(rel: str, namespace: str) -> list[ApiRecord]:
 
 @functools.lru_cache(maxsize=None)
 def _mcp(rel: str) -> tuple[ApiRecord, ...]:
-    if _has_loader("mcp"):
-        return tuple(load(_root() / rel, format="mcp").records)
-    out = []
-    for server in _read(rel):
-        for key, block in (server.get("tools") or {}).items():
-            ns = slug(key)
-            for t in block.get("tools") or []:
-                out.append(ApiRecord(id=make_id(ns, slug(t["name"])), namespace=ns, name=t["name"],
-                                     description=t.get("description") or "",
-                                     parameters=t.get("inputSchema") or {"type": "object", "properties": {}},
-                                     source_format="mcp",
-                                     metadata={"server": server.get("name"), "category": server.get("category")}))
-    return tuple(unique_ids(out))
+    return tuple(load(_root() / rel, format="mcp").records)  # one namespace per server key
 
 
 def mcp(rel: str) -> list[ApiRecord]:
@@ -185,27 +126,12 @@ def seal_tools() -> list[ApiRecord]:
 
 @functools.lru_cache(maxsize=None)
 def _bfcl(rel: str) -> tuple[tuple[ApiRecord, ...], dict[tuple[str, str], str]]:
-    """Records of every function doc in a BFCL question file, exact duplicates merged,
-    and (entry id, function name) -> record id for label resolution."""
-    if _has_loader("bfcl"):
-        recs = load(_root() / rel, format="bfcl").records
-        where = {(e, r.name): r.id for r in recs for e in r.metadata.get("entries", [])}
-        return tuple(recs), where
-    docs: dict[str, tuple[dict[str, Any], list[str]]] = {}
-    for row in _read(rel):
-        for f in row["function"]:
-            docs.setdefault(canonical_json(f), (f, []))[1].append(row["id"])
-    ns = Path(rel).stem
-    out = []
-    for f, entries in docs.values():
-        params = dict(f.get("parameters") or {})
-        if params.get("type") == "dict":
-            params["type"] = "object"
-        out.append(ApiRecord(id=make_id(ns, slug(f["name"])), namespace=ns, name=f["name"],
-                             description=f.get("description") or "", parameters=params,
-                             source_format="bfcl", metadata={"entries": entries}))
-    recs = unique_ids(out)
-    return tuple(recs), {(e, r.name): r.id for r in recs for e in r.metadata["entries"]}
+    """Records of every function doc in a BFCL question file (the loader merges exact
+    duplicates and lists the entries each doc appears in), and (entry id, function name)
+    -> record id for label resolution."""
+    recs = load(_root() / rel, format="bfcl").records
+    where = {(e, r.name): r.id for r in recs for e in r.metadata.get("entries", [])}
+    return tuple(recs), where
 
 
 def bfcl(rel: str) -> tuple[list[ApiRecord], dict[tuple[str, str], str]]:
