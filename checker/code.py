@@ -63,6 +63,8 @@ class CodeIndex:
         self._by_id = {r.id: r for r in self.records}
         self._gorilla: dict[str, GorillaDB] = {}
         self._nearest: dict[Key, tuple[Key | None, str]] = {}
+        self._key_grams: dict[Key, frozenset[str]] = {}
+        self._paths_near: dict[str, str | None] = {}
 
     def __len__(self) -> int:
         return len(self.code_records)
@@ -84,26 +86,38 @@ class CodeIndex:
             return self._nearest[k]
         path, ident = k
         pool = self.keys_by_path.get(path)
-        near_path = path
         if not pool:
-            guess = suggest(path, self.keys_by_path, 1)
-            near_path = guess[0] if guess else ""
-            pool = self.keys_by_path.get(near_path, [])
+            near_path = self._near_path(path)
+            pool = self.keys_by_path.get(near_path, []) if near_path else []
         best: Key | None = None
         if pool:
+            # trigram overlap shortlists, difflib's ratio decides among the few best
             target = " ".join(v for _, v in ident)
+            grams = _grams(target)
+            shortlist = sorted(pool, key=lambda c: -len(grams & self._grams_of(c)))[:5]
             sm = difflib.SequenceMatcher(autojunk=False)
             sm.set_seq2(target)
             scored = []
-            for cand in pool:
+            for cand in shortlist:
                 sm.set_seq1(" ".join(v for _, v in cand[1]))
-                if sm.real_quick_ratio() >= 0.2:
-                    scored.append((sm.ratio(), cand))
-            best = max(scored, key=lambda t: t[0])[1] if scored else pool[0]
+                scored.append((sm.ratio(), cand))
+            best = max(scored, key=lambda t: t[0])[1]
         out = (best, _differs(k, best))
         if len(self._nearest) < 100_000:
             self._nearest[k] = out
         return out
+
+    def _grams_of(self, k: Key) -> frozenset[str]:
+        grams = self._key_grams.get(k)
+        if grams is None:
+            grams = self._key_grams[k] = _grams(" ".join(v for _, v in k[1]))
+        return grams
+
+    def _near_path(self, path: str) -> str | None:
+        if path not in self._paths_near:
+            guess = suggest(path, self.keys_by_path, 1)
+            self._paths_near[path] = guess[0] if guess else None
+        return self._paths_near[path]
 
     def check(self, output: str, gold: Any = None) -> Verdict:
         chosen, first_calls = _choose_calls(output, self.paths)
@@ -168,7 +182,7 @@ class CodeIndex:
                 "JSON tool calls are checked with check_calls / a 'calls' input line")])
         defects = []
         best: tuple[Key | None, str] | None = None
-        for c in calls[:5]:
+        for c in calls[:3]:
             k = key(c, env)
             near, differs = self.nearest(k)
             near_rec = self.lookup(near) if near else None
@@ -245,6 +259,11 @@ def _choose_calls(output: str, paths: set[str]) -> tuple[list[Call] | None, tupl
         if first is None:
             first = calls
     return None, first
+
+
+def _grams(text: str) -> frozenset[str]:
+    text = f"  {text.lower()} "
+    return frozenset(text[i:i + 3] for i in range(len(text) - 2))
 
 
 _ASSIGN = re.compile(r"""(?<![\w.])([A-Za-z_]\w*)\s*=\s*(['"])([^'"\n\\]{1,200})\2""")

@@ -69,5 +69,6 @@ def snippets(text: str) -> list[str]:
     if m:
         out.append(_dict_value(text, m))
     out.extend(f.group(1) for f in _FENCE.finditer(text) if f.group(1).strip())
-    out.append(text)
+    if not out:
+        out.append(text)  # free text: only then is the whole answer searched for calls
     return [s for s in dict.fromkeys(out) if s.strip()]

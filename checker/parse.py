@@ -17,18 +17,31 @@ MAX_CHARS = 20_000      # libcst is not fed more than this at once (1 MB prose w
 MAX_SPANS = 200         # call-shaped spans tried per snippet
 MAX_DEPTH = 60          # deeper bracket nesting is not parsed (the native parser recurses)
 
-# value kinds: ("str", s) ("num", text) ("name", dotted) ("call", index) ("other", code)
+# value kinds: ("str", s) ("num", text) ("name", dotted) ("call", index) ("other", node type)
 Value = tuple[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
-    """One call expression: ``path(args)``; ``parent`` is the enclosing call's index."""
+    """One call expression: ``path(args)``; ``parent`` is the enclosing call's index.
 
-    path: str
-    args: tuple[tuple[str | None, Value], ...]
-    code: str
-    parent: int | None = None
+    ``code`` (the call's source) is rendered from the libcst node on first use only:
+    rendering every call costs more than parsing it.
+    """
+
+    __slots__ = ("path", "args", "parent", "_code", "_node")
+
+    def __init__(self, path: str, args: tuple[tuple[str | None, Value], ...], code: str | None = None,
+                 parent: int | None = None, node: Any = None) -> None:
+        self.path, self.args, self.parent, self._code, self._node = path, args, parent, code, node
+
+    @property
+    def code(self) -> str:
+        if self._code is None:
+            self._code = _empty_module().code_for_node(self._node) if self._node is not None else ""
+        return self._code
+
+    def __repr__(self) -> str:
+        return f"Call(path={self.path!r}, args={self.args!r}, parent={self.parent!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,22 +63,29 @@ def quote_bare_ids(text: str) -> str:
     return _BARE_ID.sub(lambda m: f"{m['pre']}'{m['id']}'", text)
 
 
+_SPECIAL = re.compile(r"""[()\[\]{}'"\\\n]""")
+
+
 def _span_end(text: str, start: int) -> tuple[int, list[str], int]:
     """Index after the bracket closing the one opened at ``start``; unclosed -> len(text).
 
     Also returns the brackets still open at the end (to close them) and the max depth.
+    Jumps from one bracket/quote to the next with a regex (a char loop is 10x slower).
     """
     stack: list[str] = []
     quote = ""
     depth = 0
-    i, n = start, len(text)
-    while i < n:
-        ch = text[i]
+    pos, n = start, len(text)
+    while pos < n:
+        m = _SPECIAL.search(text, pos)
+        if m is None:
+            break
+        i, ch = m.start(), m.group()
+        pos = i + 1
         if quote:
             if ch == "\\":
-                i += 2
-                continue
-            if ch == quote or ch == "\n":
+                pos = i + 2
+            elif ch == quote or ch == "\n":
                 quote = ""
         elif ch in "'\"":
             quote = ch
@@ -79,7 +99,6 @@ def _span_end(text: str, start: int) -> tuple[int, list[str], int]:
                     return i + 1, [], depth
             elif not stack:
                 return i, [], depth
-        i += 1
     return n, stack, depth
 
 
@@ -94,17 +113,47 @@ def _cst() -> Any:
     return libcst
 
 
+@lru_cache(maxsize=1)
+def _empty_module() -> Any:
+    return _cst().Module(body=[])
+
+
+# Fields of libcst nodes that never hold code (whitespace, brackets, separators).
+_NOT_CODE = ("whitespace", "lpar", "rpar", "comma", "semicolon", "lbracket", "rbracket", "lbrace", "rbrace",
+             "header", "footer", "leading_lines", "trailing", "newline", "indent", "equal", "colon", "dot",
+             "operator", "star", "lines_after_decorators", "prefix", "quote")
+
+
+@lru_cache(maxsize=None)
+def _code_fields(node_type: type) -> tuple[str, ...]:
+    import dataclasses
+
+    return tuple(f.name for f in dataclasses.fields(node_type)
+                 if not any(f.name.startswith(p) or p in f.name for p in _NOT_CODE))
+
+
+def _children(node: Any) -> list[Any]:
+    """Child nodes that may contain code; much cheaper than libcst's ``.children``."""
+    base = _cst().CSTNode
+    out = []
+    for name in _code_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, base):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(v for v in value if isinstance(v, base))
+    return out
+
+
 class _Collector:
     """Walks a libcst tree collecting calls in pre-order (outer call first)."""
 
     def __init__(self) -> None:
-        cst = _cst()
-        self.cst = cst
-        self.module = cst.Module(body=[])
+        self.cst = _cst()
         self.calls: list[Call] = []
 
     def code(self, node: Any) -> str:
-        return self.module.code_for_node(node)
+        return _empty_module().code_for_node(node)
 
     def path(self, node: Any) -> str:
         cst = self.cst
@@ -134,10 +183,12 @@ class _Collector:
         if isinstance(node, cst.Call):
             return ("call", self.call(node, parent))
         self.visit(node, parent)
-        code = re.sub(r"\s+", "", self.code(node))
-        if _BARE_ID_FULL.match(code):
-            return ("str", code)  # shi-labs/oneformer_x parses as arithmetic; it is an id
-        return ("other", code)
+        if isinstance(node, cst.BinaryOperation):
+            code = re.sub(r"\s+", "", self.code(node))
+            if _BARE_ID_FULL.match(code):
+                return ("str", code)  # shi-labs/oneformer_x parses as arithmetic; it is an id
+        # other expressions never identify an API: keep their kind, not their (costly) source
+        return ("other", type(node).__name__)
 
     def call(self, node: Any, parent: int | None) -> int:
         idx = len(self.calls)
@@ -148,18 +199,17 @@ class _Collector:
             kw = arg.keyword.value if arg.keyword is not None else None
             if arg.star:
                 self.visit(arg.value, idx)
-                args.append((arg.star, ("other", re.sub(r"\s+", "", self.code(arg.value)))))
+                args.append((arg.star, ("other", type(arg.value).__name__)))
                 continue
             args.append((kw, self.value(arg.value, idx)))
-        self.calls[idx] = Call(path=self.path(node.func), args=tuple(args),
-                               code=self.code(node), parent=parent)
+        self.calls[idx] = Call(path=self.path(node.func), args=tuple(args), parent=parent, node=node)
         return idx
 
     def visit(self, node: Any, parent: int | None) -> None:
         if isinstance(node, self.cst.Call):
             self.call(node, parent)
             return
-        for child in node.children:
+        for child in _children(node):
             self.visit(child, parent)
 
 
@@ -187,7 +237,7 @@ def _try_expr(text: str) -> list[Call] | None:
 
 def _offset(calls: list[Call], base: int) -> list[Call]:
     return [Call(c.path, tuple((k, ("call", v[1] + base) if v[0] == "call" else v) for k, v in c.args),
-                 c.code, None if c.parent is None else c.parent + base) for c in calls]
+                 c._code, None if c.parent is None else c.parent + base, c._node) for c in calls]
 
 
 def _scan(text: str) -> list[Call]:
@@ -219,7 +269,7 @@ def _scan(text: str) -> list[Call]:
     return out
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=8_192)
 def parse_calls(text: str) -> Parsed:
     """All calls in ``text`` in pre-order; repaired when the text is not valid Python."""
     if not isinstance(text, str) or ("(" not in text and "--" not in text):
@@ -231,8 +281,7 @@ def parse_calls(text: str) -> Parsed:
         calls = _try_module(text)
         if calls:
             return Parsed(tuple(calls))
-        fixed = quote_bare_ids(text)
-        if fixed != text:
+        for fixed in _repairs(text):
             calls = _try_module(fixed)
             if calls:
                 return Parsed(tuple(calls), repaired=True)
@@ -241,6 +290,22 @@ def parse_calls(text: str) -> Parsed:
     if not scanned:
         scanned = _shell(text)
     return Parsed(tuple(scanned), repaired=True)
+
+
+_TRAILING_QUOTE = re.compile(r"""\s*["']\s*$""")
+
+
+def _repairs(text: str) -> list[str]:
+    """Whole-text repairs, cheapest first: quote bare ids; drop a stray closing quote
+    (response files end code with a JSON artifact like ``...)\\n"``)."""
+    out = []
+    fixed = quote_bare_ids(text)
+    if fixed != text:
+        out.append(fixed)
+    stripped = _TRAILING_QUOTE.sub("", fixed)
+    if stripped != fixed:
+        out.append(stripped)
+    return out
 
 
 _SHELL = re.compile(r"^\s*(?:\$\s*)?(?P<cmd>[\w./-]*[\w-])(?P<rest>(?:\s+\S+)+)\s*$")
@@ -274,7 +339,7 @@ def _shell(text: str) -> list[Call]:
         else:
             args.append((None, ("str", tok)))
         i += 1
-    return [Call(path="$ " + m["cmd"], args=tuple(args), code=line)]
+    return [Call("$ " + m["cmd"], tuple(args), code=line)]
 
 
 _KW = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
@@ -346,7 +411,7 @@ def _cut_points(span: str) -> list[int]:
 
 def _truncated(span: str) -> list[Call] | None:
     """An unclosed call followed by prose: keep the longest prefix that parses."""
-    for cut in reversed(_cut_points(span)[-6:]):
+    for cut in reversed(_cut_points(span)[-3:]):
         head = span[:cut]
         _, still_open, _ = _span_end(head, head.index("("))
         calls = _try_expr(head + _closers(still_open))

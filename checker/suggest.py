@@ -33,12 +33,14 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
         if not norm:
             continue
         matcher.set_seq1(norm)
-        if matcher.real_quick_ratio() < 0.3 and target not in norm and norm not in target:
+        contained = target in norm or norm in target
+        # quick_ratio bounds ratio from above: below the 0.5 cut-off ratio() cannot pass
+        if not contained and (matcher.real_quick_ratio() < 0.5 or matcher.quick_ratio() < 0.5):
             continue
         score = matcher.ratio()
         if norm == target:
             score = 2.0
-        elif target and (target in norm or norm in target):
+        elif target and contained:
             score = max(score, 0.75 + 0.25 * min(len(target), len(norm)) / max(len(target), len(norm)))
         if score >= 0.5:
             scored.append((score, cand))
