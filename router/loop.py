@@ -138,7 +138,7 @@ class _Loop:
                 continue
             if not calls:
                 return self.result(content or "", "converged")
-            signature = canonical_json(sorted((c["name"], _args_key(c["arguments"])) for c in calls))
+            signature = canonical_json(sorted(canonical_json([c["name"], _args_key(c["arguments"])]) for c in calls))
             if signature == self.previous:
                 return self.forced_answer(rnd + 1)
             self.previous = signature
