@@ -31,7 +31,8 @@ def serve_mcp(
     """Serve many MCP servers behind search_tools and call_tool (plus pinned tools)."""
     import anyio
 
-    from .mcp_gateway import Gateway, serve_http, serve_stdio
+    from .mcp_gateway import Gateway
+    from .mcp_server import serve_http, serve_stdio
     from .mcp_upstreams import GatewayError, load_config
 
     if transport not in ("stdio", "http"):

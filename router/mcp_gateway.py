@@ -27,34 +27,12 @@ import anyio
 from apidb.catalog import Catalog, SyncReport
 from apidb.record import ApiRecord
 
+from .mcp_server import CALL_TOOL, SEARCH_TOOL, build_server, error_result, gateway_tools, json_result
 from .mcp_upstreams import GatewayError, Upstream, UpstreamSpec, UpstreamUnavailable
 
 log = logging.getLogger("toolsift.mcp")
 
 SEP = "__"  # server__tool, the qualified name a client may always use
-SEARCH_TOOL, CALL_TOOL = "search_tools", "call_tool"
-
-SEARCH_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "What you want to do, in words (e.g. 'weather at a place')."},
-        "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
-              "description": "How many tools to return."},
-    },
-    "required": ["query"],
-}
-CALL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "description": "A tool name from search_tools: 'server__tool', or the bare "
-                                                  "tool name when only one server has it."},
-        "arguments": {"type": "object", "description": "The tool's arguments, matching its input schema."},
-    },
-    "required": ["name"],
-}
-INSTRUCTIONS = ("This gateway fronts several MCP servers. Call search_tools with what you want to do to find "
-                "tools (names, descriptions, input schemas), then call_tool with a tool name and its arguments.")
-
 
 def records_from_tools(server: str, tools: Sequence[dict[str, Any]]) -> tuple[list[ApiRecord], list[str]]:
     """A server's ``tools/list`` items as catalog records (the MCP loader's record shape).
@@ -263,20 +241,20 @@ class Gateway:
             arguments = _arguments(arguments)
             record = self.resolve(name)
         except GatewayError as exc:
-            return _error(str(exc))
+            return error_result(str(exc))
         except LookupError:
             verdict = check_calls([{"name": name, "arguments": arguments}], functions=self._functions())
-            return _error(_verdict_message(name, verdict, self._nearest(name, verdict)))
+            return error_result(_verdict_message(name, verdict, self._nearest(name, verdict)))
         verdict = check_calls([{"name": record.name, "arguments": arguments}], functions=[record])
         if not verdict.ok:
-            return _error(_verdict_message(qualified(record), verdict, []))
+            return error_result(_verdict_message(qualified(record), verdict, []))
         upstream = self.upstreams.get(record.namespace)
         if upstream is None:
-            return _error(f"tool {qualified(record)!r} comes from a static catalog; no server to call")
+            return error_result(f"tool {qualified(record)!r} comes from a static catalog; no server to call")
         try:
             return await upstream.call(record.name, arguments)
         except UpstreamUnavailable as exc:
-            return _error(f"{exc}; the other servers are still available")
+            return error_result(f"{exc}; the other servers are still available")
 
     def _functions(self) -> list[dict[str, Any]]:
         """Every callable tool, under the name a client would use for it."""
@@ -294,20 +272,12 @@ class Gateway:
 
         return suggest(name, [f["name"] for f in self._functions()], n=3)
 
-    # -- the MCP server --------------------------------------------------------------
     def list_tools(self) -> list[Any]:
-        import mcp_types as types
+        """The gateway's own tools: search_tools, call_tool and the pinned tools."""
+        return gateway_tools([(qualified(r), r.description, r.parameters) for r in self.pinned])
 
-        tools = [types.Tool(name=SEARCH_TOOL, description="Find the tools (from every connected MCP server) "
-                            "that fit a task; returns their names, descriptions, input schemas, scores and why.",
-                            input_schema=SEARCH_SCHEMA),
-                 types.Tool(name=CALL_TOOL, description="Call a tool found with search_tools. Arguments are "
-                            "checked against the tool's schema before the call is forwarded.",
-                            input_schema=CALL_SCHEMA)]
-        for rec in self.pinned:
-            tools.append(types.Tool(name=qualified(rec), description=rec.description,
-                                    input_schema=rec.parameters or {"type": "object", "properties": {}}))
-        return tools
+    def build_server(self) -> Any:
+        return build_server(self)
 
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
@@ -317,29 +287,14 @@ class Gateway:
             try:
                 found = self.search(args.get("query"), args.get("k"))
             except GatewayError as exc:
-                return _error(str(exc))
-            return _json_result(found)
+                return error_result(str(exc))
+            return json_result(found)
         if name == CALL_TOOL:
             return await self.call_tool(args.get("name"), args.get("arguments"))
         if any(qualified(r) == name for r in self.pinned):
             return await self.call_tool(name, args)
-        return _error(f"unknown tool {name!r}: this gateway offers {SEARCH_TOOL}, {CALL_TOOL}"
+        return error_result(f"unknown tool {name!r}: this gateway offers {SEARCH_TOOL}, {CALL_TOOL}"
                       + "".join(f", {qualified(r)}" for r in self.pinned))
-
-    def build_server(self) -> Any:
-        """A low-level MCP `Server` exposing this gateway's tools."""
-        import mcp_types as types
-        from mcp.server import Server
-
-        async def on_list_tools(ctx: Any, params: Any) -> Any:
-            await self.ready.wait()
-            return types.ListToolsResult(tools=self.list_tools())
-
-        async def on_call_tool(ctx: Any, params: Any) -> Any:
-            return await self.handle_call(params.name, params.arguments)
-
-        return Server("toolsift-gateway", version=_version(), instructions=INSTRUCTIONS,
-                      on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
     def status(self) -> dict[str, Any]:
         return {"servers": [u.info() for u in self.upstreams.values()], "tools": len(self._by_qualified),
@@ -384,41 +339,3 @@ def _verdict_message(name: str, verdict: Any, nearest: list[str]) -> str:
     return message + ". Use search_tools to find tools and their input schemas."
 
 
-def _error(text: str) -> Any:
-    import mcp_types as types
-
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
-def _json_result(payload: dict[str, Any]) -> Any:
-    import mcp_types as types
-
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
-                                structured_content=payload, is_error=False)
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("toolsift")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        return "0"
-
-
-async def serve_stdio(gateway: Gateway) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with gateway:
-        server = gateway.build_server()
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-
-async def serve_http(gateway: Gateway, host: str = "127.0.0.1", port: int = 8765) -> None:
-    import uvicorn
-
-    async with gateway:
-        app = gateway.build_server().streamable_http_app(host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-        await uvicorn.Server(config).serve()
