@@ -269,3 +269,9 @@ class DenseIndex:
         faiss.omp_set_num_threads(1)
         obj.vectors, obj.index = np.ascontiguousarray(vecs, dtype=np.float32), index
         return obj
+
+
+def forget_caches() -> None:
+    """Drop the in-memory embedding caches (the files stay): the next use re-reads disk."""
+    with _CACHES_LOCK:
+        _CACHES.clear()

@@ -37,7 +37,7 @@ class RouterConfig:
     rrf_k: float = 60.0
     depth: int = 100                     # how deep each retriever's list goes into fusion
     split: bool = False                  # sub-query splitting of multi-request queries
-    split_merge: str = "rrf"             # how sub-query rankings merge: "rrf" or "interleave"
+    split_merge: str = "interleave"      # how sub-query rankings merge: "interleave" or "rrf"
 
 
 @dataclass(frozen=True)
@@ -119,15 +119,20 @@ class Router:
     @classmethod
     def from_records(cls, records: Iterable[ApiRecord], *, model: str | None = None,
                      cache_dir: str | os.PathLike[str] | None = None,
-                     config: RouterConfig | None = None) -> "Router":
+                     config: RouterConfig | None = None, dense: bool = True) -> "Router":
         """An in-memory router; embeddings are computed on the first dense/hybrid query and
-        cached under ``cache_dir`` (default ~/.cache/toolsift, or $TOOLSIFT_CACHE)."""
-        return cls(list(records), model=model, cache_dir=cache_dir, config=config)
+        cached under ``cache_dir`` (default ~/.cache/toolsift, or $TOOLSIFT_CACHE).
+        ``dense=False`` gives a BM25-only router that never loads the model."""
+        router = cls(list(records), model=model, cache_dir=cache_dir, config=config, dense_enabled=dense)
+        if not dense:
+            router.warnings.append("dense search disabled: BM25 only")
+        return router
 
     def with_records(self, records: Iterable[ApiRecord]) -> "Router":
         """A router over another tool list with this one's model, cache and settings:
         unchanged tools reuse their cached vectors, so only new tools are encoded."""
-        return Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config)
+        return Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
+                      dense_enabled=self._dense_enabled)
 
     # ---- dense side ------------------------------------------------------------------
     @property
@@ -249,7 +254,8 @@ class Router:
         if len(rankings) == 1:
             ranking = rankings[0]
         elif self.config.split_merge == "interleave":
-            ranking = interleave(rankings)
+            # each sub-request's best tool first, then the whole query's ranking fills up
+            ranking = interleave(rankings[1:] + rankings[:1])
         else:
             ranking = rrf(rankings, self.config.rrf_k)
         return ranking, bm25s_[0], None if qvecs is None else qvecs[0]

@@ -25,6 +25,8 @@ TAG_KEYS = ("domain", "domains", "functionality", "category", "category_name", "
 DEFAULT_FIELD_WEIGHTS: dict[str, int] = {"name": 2, "namespace": 1, "description": 1, "params": 1,
                                          "tags": 1, "call": 1}
 
+_REQUEST_WORDS = frozenset("what how which who whom can could would should please want need like help "
+                           "also me my i you your us our i'm".split())
 _MAX_FIELD_CHARS = 4000  # a README pasted into a description must not drown the other fields
 
 
@@ -38,7 +40,8 @@ def split_identifier(text: str) -> str:
 def _stopwords() -> frozenset[str]:
     from bm25s.stopwords import STOPWORDS_EN
 
-    return frozenset(STOPWORDS_EN)
+    # Request phrasing ("can you help me", "I want") carries no tool meaning.
+    return frozenset(STOPWORDS_EN) | _REQUEST_WORDS
 
 
 @functools.lru_cache(maxsize=1)
