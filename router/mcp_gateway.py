@@ -282,13 +282,7 @@ class Gateway:
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
         await self.ready.wait()
-        try:
-            return await self._dispatch(name, arguments or {})
-        except Exception as exc:  # noqa: BLE001 - a gateway bug must reach the client as a tool error
-            log.exception("gateway error while serving %r", name)
-            return error_result(f"gateway error while serving {name!r}: {type(exc).__name__}: {exc}")
-
-    async def _dispatch(self, name: str, args: dict[str, Any]) -> Any:
+        args = arguments or {}
         if name == SEARCH_TOOL:
             try:
                 found = self.search(args.get("query"), args.get("k"))
@@ -300,7 +294,7 @@ class Gateway:
         if any(qualified(r) == name for r in self.pinned):
             return await self.call_tool(name, args)
         return error_result(f"unknown tool {name!r}: this gateway offers {SEARCH_TOOL}, {CALL_TOOL}"
-                            + "".join(f", {qualified(r)}" for r in self.pinned))
+                      + "".join(f", {qualified(r)}" for r in self.pinned))
 
     def status(self) -> dict[str, Any]:
         return {"servers": [u.info() for u in self.upstreams.values()], "tools": len(self._by_qualified),
