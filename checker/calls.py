@@ -52,6 +52,8 @@ def _function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str,
         return docs, ids
     if isinstance(functions, (dict, ApiRecord)):
         functions = [functions]
+    if not isinstance(functions, (list, tuple)):
+        functions = []  # not function docs at all: no tool exists
     for fn in functions:
         if isinstance(fn, ApiRecord):
             doc = {"name": fn.name, "parameters": fn.parameters, "description": fn.description}
@@ -188,9 +190,10 @@ def _check_value(value: Any, schema: dict[str, Any], where: str, out: list[tuple
 
 def _schema_defects(i: int, call: ParsedCall, doc: dict[str, Any],
                     expected: dict[str, list[Any]] | None = None) -> list[Defect]:
-    params = doc.get("parameters") or {}
-    props = params.get("properties") or {}
-    required = params.get("required") or []
+    params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    required = [r for r in params.get("required") or [] if isinstance(r, str)] \
+        if isinstance(params.get("required"), list) else []
     defects = []
     for arg in call.arguments:
         if arg not in props:
@@ -304,7 +307,7 @@ def _expected_params(ground_truth: Any, fname: str) -> dict[str, list[Any]]:
     """Allowed values per parameter of the ground truth's calls to ``fname`` (merged)."""
     out: dict[str, list[Any]] = {}
     for exp in ground_truth if isinstance(ground_truth, list) else [ground_truth] if ground_truth else []:
-        if isinstance(exp, dict) and isinstance(exp.get(fname), dict):
+        if isinstance(exp, dict) and isinstance(fname, str) and isinstance(exp.get(fname), dict):
             for pname, options in exp[fname].items():
                 out.setdefault(pname, []).extend(options if isinstance(options, list) else [options])
     return out
@@ -337,7 +340,8 @@ def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
                 defects.append(Defect("hallucinated_tool", f"no tool named {call.name!r}{hint}",
                                       call_index=i, name=call.name, suggestions=tuple(near)))
                 continue
-            defects += _schema_defects(i, call, doc, _expected_params(ground_truth, doc.get("name", "")))
+            defects += _schema_defects(i, call, doc, _expected_params(ground_truth, call.name)
+                                       or _expected_params(ground_truth, doc.get("name")))
     if ground_truth is not None and not any(d.kind == "unparsable" and d.call_index is None for d in defects):
         defects += _ground_truth_defects(good, ground_truth)
     verdict = most_severe([d.kind for d in defects], "correct" if ground_truth is not None else "valid")

@@ -261,6 +261,10 @@ def _scan(text: str) -> list[Call]:
                 calls = _try_expr(_positional_first(quote_bare_ids(span) + _closers(still_open)))
             if calls is None and still_open:
                 calls = _truncated(quote_bare_ids(span))
+            if calls is None:
+                closed = _close_quote(span)
+                if closed is not None:
+                    calls = _try_expr(closed)
         if calls:
             out.extend(_offset(calls, len(out)))
             pos = end if end > m.end() else m.end()
@@ -382,6 +386,21 @@ def _positional_first(span: str) -> str:
     pos = [a for a in args if not _KW.match(a) and not a.startswith("*")]
     kws = [a for a in args if _KW.match(a) or a.startswith("*")]
     return f"{head}({', '.join(pos + kws)})"
+
+
+_TAIL = re.compile(r"[)\]}\s]*$")
+
+
+def _close_quote(span: str) -> str | None:
+    """``f('a/b)`` -> ``f('a/b')``: close a string left open, before the trailing brackets."""
+    for quote in ("'", '"'):
+        if span.count(quote) % 2 == 1:
+            tail = _TAIL.search(span)
+            head = span[: tail.start()] if tail else span
+            fixed = head + quote + (tail.group(0) if tail else "")
+            _, still_open, _ = _span_end(fixed, fixed.index("("))
+            return fixed + _closers(still_open)
+    return None
 
 
 def _cut_points(span: str) -> list[int]:
