@@ -9,40 +9,10 @@ import pytest
 from apidb.record import ApiRecord
 from checker import check_calls
 from checker.calls import bfcl_normalize
+from benchmarks.bfcl_check import answer_calls
 from tests.checker.conftest import bfcl_pairs
 
-_MISSING = object()
 SCHEMA_KINDS = {"hallucinated_param", "missing_required", "type_error", "enum_violation"}
-
-
-def first_allowed(options):
-    """The first allowed value, skipping "" (may omit) and null; nested dicts recursively."""
-    for opt in options if isinstance(options, list) else [options]:
-        if opt != "" and opt is not None:
-            return materialize(opt)
-    return _MISSING
-
-
-def materialize(value):
-    if isinstance(value, dict):
-        out = {}
-        for key, opts in value.items():
-            v = first_allowed(opts)
-            if v is not _MISSING:
-                out[key] = v
-        return out
-    if isinstance(value, list):
-        return [materialize(v) for v in value]
-    return value
-
-
-def answer_calls(ground_truth):
-    calls = []
-    for expected in ground_truth:
-        for name, params in expected.items():
-            args = {k: v for k, v in ((k, first_allowed(o)) for k, o in params.items()) if v is not _MISSING}
-            calls.append({"name": name, "arguments": args})
-    return calls
 
 
 def _unsatisfiable(ground_truth):

@@ -1,0 +1,161 @@
+"""JSON tool-call checker over the BFCL v4 AST categories that have possible answers.
+
+    python -m benchmarks.bfcl_check [--out DIR] [--quick]     (or: toolsift bench bfcl)
+
+For every entry, the answer built from the first allowed value of each parameter
+(skipping "" = may omit, and null) is checked against the entry's own function docs
+and ground truth. Every answer should be ``correct``; those that are not break their
+own function doc (a value outside its enum, a bool for a string...) and are listed,
+not hidden. Also measures checker throughput. Writes DIR/results.json and DIR/report.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterator
+
+from apidb.errors import ToolsiftError
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK_N = 25  # entries per category in --quick mode
+_MISSING = object()
+
+
+def bfcl_dir() -> Path:
+    path = Path(os.environ.get("TOOLSIFT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "bfcl"
+    if not (path / "possible_answer").exists():
+        raise ToolsiftError(f"{path}: BFCL data not found (set TOOLSIFT_SHARED_DATA)")
+    return path
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def entries(quick: bool = False) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(category, question entry, possible answer) for every category with possible answers."""
+    root = bfcl_dir()
+    for answers in sorted((root / "possible_answer").glob("BFCL_v4_*.json")):
+        category = answers.stem.replace("BFCL_v4_", "")
+        questions = {q["id"]: q for q in _jsonl(root / answers.name)}
+        rows = _jsonl(answers)
+        for a in rows[:QUICK_N] if quick else rows:
+            yield category, questions[a["id"]], a
+
+
+def first_allowed(options: Any) -> Any:
+    """The first allowed value, skipping "" (may be omitted) and null; nested dicts recursively."""
+    for opt in options if isinstance(options, list) else [options]:
+        if opt != "" and opt is not None:
+            return materialize(opt)
+    return _MISSING
+
+
+def materialize(value: Any) -> Any:
+    if isinstance(value, dict):  # nested dict parameters hold per-key allowed-value lists
+        out = {}
+        for key, opts in value.items():
+            v = first_allowed(opts)
+            if v is not _MISSING:
+                out[key] = v
+        return out
+    if isinstance(value, list):
+        return [materialize(v) for v in value]
+    return value
+
+
+def answer_calls(ground_truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    calls = []
+    for expected in ground_truth:
+        for name, params in expected.items():
+            args = {k: v for k, v in ((k, first_allowed(o)) for k, o in params.items()) if v is not _MISSING}
+            calls.append({"name": name, "arguments": args})
+    return calls
+
+
+def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
+    from checker import check_calls
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    work = [(cat, q, a, answer_calls(a["ground_truth"])) for cat, q, a in entries(quick)]
+    per_cat: dict[str, Counter] = {}
+    exceptions = []
+    t0 = time.perf_counter()
+    for cat, q, a, calls in work:
+        v = check_calls(calls, q["function"], a["ground_truth"])
+        per_cat.setdefault(cat, Counter())[v.verdict] += 1
+        if v.verdict != "correct":
+            exceptions.append({"id": a["id"], "category": cat, "verdict": v.verdict,
+                               "defects": [d.message for d in v.defects]})
+    first_pass = time.perf_counter() - t0
+    # throughput: a few more passes over the same checks (no caching in check_calls)
+    repeats = 1 if quick else 4
+    t1 = time.perf_counter()
+    for _ in range(repeats):
+        for cat, q, a, calls in work:
+            check_calls(calls, q["function"], a["ground_truth"])
+    took = time.perf_counter() - t1
+    n_checks = len(work) * repeats
+    n_calls = sum(len(c) for *_, c in work) * repeats
+    total = sum(sum(c.values()) for c in per_cat.values())
+    correct = sum(c["correct"] for c in per_cat.values())
+    results = {
+        "command": "python -m benchmarks.bfcl_check" + (" --quick" if quick else ""), "quick": quick,
+        "entries": total, "correct": correct, "not_correct": total - correct,
+        "by_category": {cat: dict(c) for cat, c in sorted(per_cat.items())},
+        "exception_kinds": dict(Counter(e["verdict"] for e in exceptions)),
+        "exceptions": exceptions,
+        "throughput": {"checks_per_second": round(n_checks / took, 1), "tool_calls_per_second": round(n_calls / took, 1),
+                       "checks": n_checks, "seconds": round(took, 3), "first_pass_seconds": round(first_pass, 3)},
+        "wall_seconds": round(time.perf_counter() - start, 2),
+    }
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "report.md").write_text(render(results), encoding="utf-8")
+    return results
+
+
+def render(r: dict[str, Any]) -> str:
+    from benchmarks.report import md_table
+
+    parts = ["# BFCL possible answers through the JSON tool-call checker", "",
+             f"Command: `{r['command']}`  ", f"Wall time: {r['wall_seconds']:.1f} s", "",
+             f"**{r['correct']} of {r['entries']}** ground-truth answers (first allowed value per parameter, "
+             f"skipping \"\" and null) are `correct`; {r['not_correct']} are not, because they break their own "
+             "function doc (listed below; the checker is not loosened for them).", "",
+             "## By category", ""]
+    verdicts = sorted({v for c in r["by_category"].values() for v in c})
+    rows = [[cat] + [c.get(v, 0) for v in verdicts] for cat, c in r["by_category"].items()]
+    parts += [md_table(["category"] + verdicts, rows), ""]
+    tp = r["throughput"]
+    parts += ["## Throughput", "", f"{tp['checks_per_second']:.0f} checks/s ({tp['tool_calls_per_second']:.0f} tool "
+              f"calls/s) on one core: {tp['checks']} checks with function docs and ground truth in {tp['seconds']:.2f} s.",
+              "", "## Answers that break their own function doc", ""]
+    rows = [[e["id"], e["verdict"], e["defects"][0][:140].replace("|", "\\|")] for e in r["exceptions"]]
+    parts += [md_table(["id", "verdict", "first defect"], rows) if rows else "none", ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bfcl_check", description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bfcl")
+    ap.add_argument("--quick", action="store_true", help=f"first {QUICK_N} entries per category")
+    args = ap.parse_args(argv)
+    try:
+        res = run(args.out, args.quick)
+    except ToolsiftError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out / 'report.md'}: {res['correct']}/{res['entries']} correct; "
+          f"{res['throughput']['checks_per_second']:.0f} checks/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
