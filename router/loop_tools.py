@@ -100,7 +100,7 @@ class Toolbox:
         if not verdict.ok:
             trace.error = _defects(verdict)
             hint = ""
-            if verdict.suggestions:
+            if verdict.suggestions and not all(n in trace.error for n in verdict.suggestions):
                 hint += " Nearest valid tools: " + ", ".join(verdict.suggestions) + "."
             if self.mode == "search":
                 hint += f" Call {SEARCH_TOOL} to find other tools."

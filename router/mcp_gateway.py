@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -270,7 +271,12 @@ class Gateway:
             return suggestions
         from checker import suggest
 
-        return suggest(name, [f["name"] for f in self._functions()], n=3)
+        near = suggest(name, [f["name"] for f in self._functions()], n=3)
+        if near or self.router is None:
+            return near
+        # No similar spelling: the tools whose descriptions best match the words of the name.
+        words = re.sub(r"[_\W]+", " ", name).strip()
+        return [t["name"] for t in self.search(words, 3)["tools"]] if words else []
 
     def list_tools(self) -> list[Any]:
         """The gateway's own tools: search_tools, call_tool and the pinned tools."""
@@ -282,7 +288,13 @@ class Gateway:
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
         await self.ready.wait()
-        args = arguments or {}
+        try:
+            return await self._dispatch(name, arguments or {})
+        except Exception as exc:  # noqa: BLE001 - a gateway bug must reach the client as a tool error
+            log.exception("gateway error while serving %r", name)
+            return error_result(f"gateway error while serving {name!r}: {type(exc).__name__}: {exc}")
+
+    async def _dispatch(self, name: str, args: dict[str, Any]) -> Any:
         if name == SEARCH_TOOL:
             try:
                 found = self.search(args.get("query"), args.get("k"))
@@ -294,7 +306,7 @@ class Gateway:
         if any(qualified(r) == name for r in self.pinned):
             return await self.call_tool(name, args)
         return error_result(f"unknown tool {name!r}: this gateway offers {SEARCH_TOOL}, {CALL_TOOL}"
-                      + "".join(f", {qualified(r)}" for r in self.pinned))
+                            + "".join(f", {qualified(r)}" for r in self.pinned))
 
     def status(self) -> dict[str, Any]:
         return {"servers": [u.info() for u in self.upstreams.values()], "tools": len(self._by_qualified),
@@ -334,7 +346,7 @@ def _describe(sel: Any) -> dict[str, Any]:
 def _verdict_message(name: str, verdict: Any, nearest: list[str]) -> str:
     defects = "; ".join(f"{d.kind}: {d.message}" for d in verdict.defects) or verdict.verdict
     message = f"call to {name!r} not forwarded ({defects})"
-    if nearest:
+    if nearest and not all(n in defects for n in nearest):  # the checker's text may name them already
         message += ". Nearest valid tools: " + ", ".join(nearest)
     return message + ". Use search_tools to find tools and their input schemas."
 

@@ -135,6 +135,9 @@ def test_gateway_search_call_check_and_failed_upstream(files_root):
             bad = await client.call_tool("call_tool", {"name": "get_weather", "arguments": {"city": "Paris"}})
             assert bad.is_error
             assert "hallucinated_tool" in _text(bad) and "get_weather_by_coords" in _text(bad)
+            # no similar spelling: the nearest tools by meaning
+            bad = await client.call_tool("call_tool", {"name": "sum_numbers", "arguments": {"x": [1, 2]}})
+            assert bad.is_error and "Nearest valid tools: calculator__add" in _text(bad)
             # bad arguments: rejected before forwarding (the server's counter does not move)
             for args, kind in (({"a": 1}, "missing_required"), ({"a": "two", "b": 3}, "type_error"),
                                ({"a": 1, "b": 2, "c": 3}, "hallucinated_param")):
