@@ -13,6 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,7 +167,8 @@ class Upstream:
             scope.cancel()
 
     async def _connected_life(self) -> None:
-        async with self._make_client() as client:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(self._make_client(stack))
             await self._relist(client)
             self._client = client
             self.status = "ready"
@@ -178,7 +180,7 @@ class Upstream:
                 await self._stop.wait()
                 tg.cancel_scope.cancel()
 
-    def _make_client(self) -> Any:
+    def _make_client(self, stack: AsyncExitStack) -> Any:
         from mcp import Client, StdioServerParameters
 
         async def on_message(message: Any) -> None:
@@ -187,11 +189,12 @@ class Upstream:
                 self._changed.set()
 
         if self.spec.url:
-            if self.spec.headers:
-                import httpx2  # the SDK's HTTP client; only needed for custom headers
+            if self.spec.headers:  # e.g. an Authorization header: needs our own HTTP client
                 from mcp.client.streamable_http import streamable_http_client
-                transport = streamable_http_client(self.spec.url,
-                                                   http_client=httpx2.AsyncClient(headers=self.spec.headers))
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                http = stack.push_async_exit(create_mcp_http_client(headers=self.spec.headers))
+                transport = streamable_http_client(self.spec.url, http_client=http)
                 return Client(transport, message_handler=on_message)
             return Client(self.spec.url, message_handler=on_message)
         params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args),

@@ -204,7 +204,8 @@ def test_stdio_gateway_process_with_an_http_upstream(tmp_path):
     try:
         _wait_port(port, weather)
         cfg = tmp_path / "servers.json"
-        cfg.write_text(json.dumps({"mcpServers": {"weather": {"url": f"http://127.0.0.1:{port}/mcp"},
+        cfg.write_text(json.dumps({"mcpServers": {"weather": {"url": f"http://127.0.0.1:{port}/mcp",
+                                                              "headers": {"X-Client": "toolsift-test"}},
                                                   "calculator": stdio_entry("calculator")}}))
         db = tmp_path / "gateway.db"
         params = StdioServerParameters(
@@ -314,3 +315,21 @@ def test_search_quality_on_livemcpbench_527_tools():
     assert scored >= 90
     assert hits[5] / scored >= 0.50
     assert hits[10] / scored >= 0.62
+
+
+def test_catalog_sync_is_incremental_by_content_hash(tmp_path):
+    """Re-listing a server rewrites only what changed (the same path tools/list_changed takes)."""
+    servers = json.loads(shared("livemcpbench", "tools.json").read_text(encoding="utf-8"))
+    key, block = next((k, b) for s in servers for k, b in s["tools"].items() if len(b["tools"]) >= 3)
+    tools = block["tools"]
+    db = tmp_path / "gateway.db"
+    gw = Gateway(db_path=db, method="bm25")
+    first = gw.ingest("srv", tools)
+    assert (first.added, first.updated, first.removed) == (len(tools), 0, 0)
+    assert gw.ingest("srv", tools).unchanged == len(tools)
+    changed = [dict(tools[0], description="A new description."), *tools[1:-1]]
+    report = gw.ingest("srv", changed)
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 1, 1, len(tools) - 2)
+    gw.reindex()
+    assert gw.search("new description", 1)["tools"][0]["tool"] == tools[0]["name"]
+    gw.catalog.close()
