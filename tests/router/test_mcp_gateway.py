@@ -333,3 +333,23 @@ def test_catalog_sync_is_incremental_by_content_hash(tmp_path):
     gw.reindex()
     assert gw.search("new description", 1)["tools"][0]["tool"] == tools[0]["name"]
     gw.catalog.close()
+
+
+def test_same_tool_name_on_two_servers_needs_the_server_prefix():
+    from mcp import Client
+
+    specs = parse_config({"mcpServers": {"calc_a": stdio_entry("calculator"), "calc_b": stdio_entry("calculator")}})
+
+    async def scenario():
+        async with Gateway(specs, method="bm25", pinned=["calc_b__add"]) as gw, \
+                Client(gw.build_server()) as client:
+            res = await client.call_tool("call_tool", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            assert res.is_error and "ambiguous" in _text(res)
+            assert "calc_a__add" in _text(res) and "calc_b__add" in _text(res)
+            res = await client.call_tool("call_tool", {"name": "calc_a__add", "arguments": {"a": 1, "b": 2}})
+            assert not res.is_error and "3" in _text(res)
+            found = _found(await client.call_tool("search_tools", {"query": "add two numbers", "k": 2}))
+            assert sorted(found) == ["calc_a__add", "calc_b__add"]
+            assert [t.name for t in (await client.list_tools()).tools][-1] == "calc_b__add"
+
+    anyio.run(scenario)
