@@ -23,9 +23,22 @@ class _Catalog:
         self._records: Any = None
         self._index: Any = None
 
+    @property
+    def is_source(self) -> bool:
+        return self.db is not None and self.db.suffix.lower() in _SOURCE_SUFFIXES
+
+    def warn_order(self, mode: str) -> None:
+        """Gorilla mode needs the API database's file order; a catalog may not keep it."""
+        if mode == "gorilla" and not self.is_source:
+            recs = self.records()
+            if recs and not all("source_index" in r.metadata for r in recs):
+                typer.echo("warning: this catalog does not record the source file order that upstream "
+                           "scoring depends on; for upstream-exact Gorilla figures pass the *_api.jsonl "
+                           "file itself as --db", err=True)
+
     def records(self) -> list:
         if self._records is None:
-            if self.db is not None and self.db.suffix.lower() in _SOURCE_SUFFIXES:
+            if self.is_source:
                 from apidb.loaders import load
 
                 recs = load(self.db).records  # source order kept: Gorilla mode needs it
@@ -145,7 +158,9 @@ def register(app: typer.Typer) -> None:
         _mode(mode)
         rows = read_jsonl(responses, "responses")
         gold_rows = read_gold(gold) if gold is not None else None
-        index = _Catalog(db, namespace).index()
+        cat = _Catalog(db, namespace)
+        index = cat.index()
+        cat.warn_order(mode)
         if not len(index):
             raise ToolsiftError(f"{db}: namespace {namespace!r} holds no code-style APIs to audit against")
         start = time.perf_counter()

@@ -121,7 +121,8 @@ class CodeIndex:
 
     def check(self, output: str, gold: Any = None) -> Verdict:
         chosen, first_calls = _choose_calls(output, self.paths)
-        env = _assignments(output) if chosen else {}
+        # variables as identifying arguments are rare: only then scan for assignments
+        env = _assignments(output) if chosen and any(v[0] == "name" for c in chosen for _, v in c.args) else {}
         gold_keys = self.gold_keys(gold) if gold is not None else None
         if chosen is None and first_calls is None:
             return make("unparsable", defects=[Defect("unparsable", "no call found in the output")])

@@ -229,6 +229,9 @@ class GorillaDB:
             raise ToolsiftError("gorilla mode backend 'tree-sitter' needs the tree_sitter and "
                                 "tree_sitter_python packages")
         self.backend = "tree-sitter" if self.ts is not None else "scanner"
+        # a SQLite catalog returns records in id order, which changes "first matching
+        # entry" (up to 7 points on these files); source_index restores the file order
+        self.order_known = all("source_index" in r.metadata for r in records)
         ordered = sorted(enumerate(records), key=lambda t: (t[1].metadata.get("source_index", t[0]), t[0]))
         self.entries: list[Entry] = []
         for _, rec in ordered:

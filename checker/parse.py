@@ -219,18 +219,33 @@ def _collect(node: Any) -> list[Call]:
     return col.calls
 
 
-def _try_module(text: str) -> list[Call] | None:
+@lru_cache(maxsize=1)
+def _parsers() -> tuple[Any, Any]:
+    """libcst's native (Rust) parse functions, called directly.
+
+    The public ``libcst.parse_module`` first runs a pure-Python tokenizer to detect the
+    file's indentation and newline style, which costs more than the parse itself and
+    which we never need (we read calls, we never write code back).
+    """
     cst = _cst()
     try:
-        return _collect(cst.parse_module(text))
+        from libcst import native
+
+        return (lambda text: native.parse_module(text, None)), native.parse_expression
+    except (ImportError, AttributeError):  # pragma: no cover - older libcst
+        return cst.parse_module, cst.parse_expression
+
+
+def _try_module(text: str) -> list[Call] | None:
+    try:
+        return _collect(_parsers()[0](text))
     except Exception:  # noqa: BLE001 - libcst raises ParserSyntaxError and friends
         return None
 
 
 def _try_expr(text: str) -> list[Call] | None:
-    cst = _cst()
     try:
-        return _collect(cst.parse_expression(text))
+        return _collect(_parsers()[1](text))
     except Exception:  # noqa: BLE001
         return None
 
