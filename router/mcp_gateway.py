@@ -74,6 +74,7 @@ class Gateway:
         self.namespaces: set[str] = set(self.upstreams)
         self.warnings: list[str] = []
         self.ready = anyio.Event()
+        self._index_lock = anyio.Lock()  # a list_changed during start-up must not install an older index
         self.router: Any = None
         self._by_qualified: dict[str, ApiRecord] = {}
         self._by_name: dict[str, list[ApiRecord]] = {}
@@ -100,10 +101,11 @@ class Gateway:
         try:
             for upstream in self.upstreams.values():
                 await upstream.settled.wait()
-            for upstream in self.upstreams.values():
-                if upstream.status == "ready":
-                    self._sync(upstream.name, upstream.tools)
-            await self._reindex()
+            async with self._index_lock:
+                for upstream in self.upstreams.values():
+                    if upstream.status == "ready":
+                        self._sync(upstream.name, upstream.tools)
+                await self._reindex()
         except Exception as exc:  # noqa: BLE001 - serve what we can; search_tools reports the problem
             self._warn(f"indexing the upstream tools failed: {type(exc).__name__}: {exc}")
         finally:
@@ -115,10 +117,11 @@ class Gateway:
     async def _on_change(self, upstream: Upstream) -> None:
         """notifications/tools/list_changed: re-sync that server's namespace and re-index."""
         try:
-            report = self._sync(upstream.name, upstream.tools)
-            log.info("upstream %s changed its tools: %s", upstream.name, report.to_dict())
-            if report.changed:
-                await self._reindex()
+            async with self._index_lock:
+                report = self._sync(upstream.name, upstream.tools)
+                log.info("upstream %s changed its tools: %s", upstream.name, report.to_dict())
+                if report.changed:
+                    await self._reindex()
         except Exception as exc:  # noqa: BLE001 - keep serving the previous index
             self._warn(f"re-indexing {upstream.name!r} after a tools/list_changed failed: {exc}")
 
