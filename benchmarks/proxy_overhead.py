@@ -33,6 +33,26 @@ import time
 from pathlib import Path
 from typing import Any
 
+from apidb.errors import ToolsiftError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ProxyBenchError(ToolsiftError):
+    """The proxy benchmark could not run (proxy did not start, scripted upstream missing)."""
+
+
+def _scripted_upstream():
+    """tests.support.scripted_upstream, also when run as `toolsift bench proxy` from elsewhere."""
+    if str(ROOT) not in sys.path and (ROOT / "tests" / "support" / "scripted_upstream.py").exists():
+        sys.path.insert(0, str(ROOT))
+    try:
+        from tests.support import scripted_upstream
+    except ImportError as exc:
+        raise ProxyBenchError(f"the scripted upstream is not importable ({exc}); run from the repository root") from None
+    return scripted_upstream
+
+
 STB = ("stabletoolbench_G1_instruction", "stabletoolbench_G1_category", "stabletoolbench_G1_tool",
        "stabletoolbench_G2_instruction")
 DEFAULT_OUT = Path("benchmarks/results/proxy_overhead")
@@ -71,19 +91,19 @@ def _start_proxy(db: Path, upstream: str, method: str, k: int, log: Path) -> tup
     cmd = [sys.executable, "-m", "router.entry", "serve", "openai", "--db", str(db), "--upstream", upstream,
            "--port", str(port), "-k", str(k), "--method", method, "--timeout", "120"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), env=env, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"proxy exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            raise ProxyBenchError(f"proxy exited with {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("proxy did not become healthy within 120 s")
+    raise ProxyBenchError("proxy did not become healthy within 120 s")
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -149,7 +169,7 @@ def _overhead(records: list[Any], tools: list[dict], queries: list[Any], *, quic
               work: Path) -> dict:
     import httpx
 
-    from tests.support.scripted_upstream import ScriptedUpstream, call_first_tool
+    su = _scripted_upstream()
 
     db = _catalog(records, method)
     bodies = [json.dumps({"model": "bench", "messages": [{"role": "user", "content": q.text}], "tools": tools}).encode()
@@ -157,7 +177,7 @@ def _overhead(records: list[Any], tools: list[dict], queries: list[Any], *, quic
     n, conc = (100, 20) if quick else (500, 20)
     n_seq = 20 if quick else 50
     out: dict[str, Any] = {"tools_per_request": len(tools), "body_bytes": len(bodies[0]), "method": method, "k": k}
-    with ScriptedUpstream(call_first_tool, record=False) as up:
+    with su.ScriptedUpstream(su.call_first_tool, record=False) as up:
         proc, proxy = _start_proxy(db, up.base_url, method, k, work / "proxy.log")
         try:
             for url in (up.base_url, f"{proxy}/v1"):  # warm-up: connections, caches, the proxy's indexes

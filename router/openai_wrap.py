@@ -57,7 +57,7 @@ def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str =
     if on_hallucination not in _WRAP_MODES:
         raise RequestError(f"on_hallucination must be one of {', '.join(_WRAP_MODES)}, got {on_hallucination!r}")
     if isinstance(router, (str, Path)):
-        from . import Router
+        from .router import Router
 
         router = Router.open(router)
     rr = RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method, model=model,

@@ -352,7 +352,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
     from fastapi.responses import JSONResponse, PlainTextResponse
 
     if isinstance(router, (str, os.PathLike)):
-        from . import Router
+        from .router import Router
 
         router = Router.open(router)
     rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method)

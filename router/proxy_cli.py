@@ -40,7 +40,7 @@ def openai_command(
         raise ToolsiftError(f"{db}: no such catalog (build one with `toolsift catalog add`)")
     router = None
     if db is not None:
-        from . import Router
+        from .router import Router
 
         router = Router.open(db)
         for warning in getattr(router, "warnings", []) or []:

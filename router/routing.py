@@ -323,7 +323,7 @@ class RequestRouter:
         from apidb.errors import LoadError
         from apidb.loaders.openai import records_from_tools
 
-        from . import Router
+        from .router import Router
 
         try:
             records = records_from_tools(tools, namespace="request")

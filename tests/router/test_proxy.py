@@ -244,3 +244,14 @@ def test_cli_rejects_bad_options(tmp_path):
     r = subprocess.run([sys.executable, "-m", "router.entry", "serve", "openai", "--upstream", "http://127.0.0.1:9/v1",
                         "--db", str(tmp_path / "missing.db")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no such catalog" in r.stderr
+
+
+def test_headers_are_size_capped_valid_json_and_requests_validated():
+    from router.routing import HEADER_LIMIT, RequestError, RequestRouter, capped_json
+
+    items = [{"name": f"tool_{i:03d}_" + "x" * 50, "reason": "ranked", "score": 0.5} for i in range(128)]
+    text = capped_json(items, lambda s: s["name"])
+    assert len(text) <= HEADER_LIMIT and json.loads(text)[-1].startswith("+")
+    dup = [{"type": "function", "function": {"name": "a"}}] * 2
+    with pytest.raises(RequestError, match="two tools are named 'a'"):
+        RequestRouter(k=1).route({"messages": user("x"), "tools": dup})
