@@ -92,7 +92,7 @@ def test_config_file_shape_and_cli_error(tmp_path):
 
 # ---------------------------------------------------------------- in process, default ranking
 
-def test_gateway_search_call_check_and_failed_upstream(files_root):
+def test_gateway_search_call_check_and_failed_upstream(files_root, tmp_path):
     """Default method (hybrid) on a small set; checked calls; a server that cannot start."""
     from mcp import Client
 
@@ -104,7 +104,8 @@ def test_gateway_search_call_check_and_failed_upstream(files_root):
     }})
 
     async def scenario():
-        async with Gateway(specs, pinned=["add"]) as gw, Client(gw.build_server()) as client:
+        async with Gateway(specs, pinned=["add"], cache_dir=tmp_path / "embeddings") as gw, \
+                Client(gw.build_server()) as client:
             listed = [t.name for t in (await client.list_tools()).tools]
             assert listed == ["search_tools", "call_tool", "calculator__add"]
 
