@@ -196,6 +196,9 @@ _MEANING = {
     "hallucinated->wrong_api": "upstream missed the call; it is a real API, not the gold one",
     "hallucinated->unparsable": "no call at all (upstream counts it as hallucinated)",
     "unparsable->correct": "no 'api_call' key (TorchHub scorer skips it); the code holds the gold call",
+    "unparsable->hallucinated": "no 'api_call' key (TorchHub scorer skips it); the code calls no real API",
+    "unparsable->wrong_api": "no 'api_call' key (TorchHub scorer skips it); the code calls another real API",
+    "wrong_api->unparsable": "upstream matched key-argument substrings in text that holds no call",
 }
 
 

@@ -296,16 +296,20 @@ def parse_calls(text: str) -> Parsed:
     text = text.replace("\x00", "")
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
+    repairs: list[str] = []
     if _max_depth(text) <= MAX_DEPTH:
         calls = _try_module(text)
         if calls:
             return Parsed(tuple(calls))
-        for fixed in _repairs(text):
+        repairs = _repairs(text)
+        for fixed in repairs:
             calls = _try_module(fixed)
             if calls:
                 return Parsed(tuple(calls), repaired=True)
     # not Python, or Python whose calls sit inside a string literal: scan for spans
     scanned = _scan(text)
+    if not scanned and repairs:
+        scanned = _scan(repairs[-1])
     if not scanned:
         scanned = _shell(text)
     return Parsed(tuple(scanned), repaired=True)
@@ -324,6 +328,11 @@ def _repairs(text: str) -> list[str]:
     stripped = _TRAILING_QUOTE.sub("", fixed)
     if stripped != fixed:
         out.append(stripped)
+    if "\\" in stripped:
+        # answers escaped twice over (\\' for '): one more level of unescaping
+        unescaped = stripped.replace("\\\\", "\\").replace("\\'", "'").replace('\\"', '"')
+        if unescaped != stripped:
+            out.append(unescaped)
     return out
 
 
