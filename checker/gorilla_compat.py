@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from apidb.record import ApiRecord
 
-from .parse import _span_end, split_args
+from .repair import span_end, split_args
 
 _FUNC = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=\()")
 _KEYWORD = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
@@ -67,7 +67,7 @@ def key_args(call: str, flavor: str) -> tuple[str, list[str]] | None:
     m = _FUNC.match(call)
     if not m:
         return None
-    end, _, _ = _span_end(call, m.end())
+    end, _, _ = span_end(call, m.end())
     inner = call[m.end() + 1:end - 1] if end <= len(call) and call[end - 1:end] == ")" else call[m.end() + 1:]
     args = []
     for arg in split_args(inner):
@@ -157,7 +157,7 @@ def candidate_calls(text: str) -> list[tuple[str, str]]:
                 # the next call (its arguments still parse)
                 import_at = -1
                 continue
-            end, _, _ = _span_end(text, m.end())
+            end, _, _ = span_end(text, m.end())
             found.append((m.start(), end, m.group(0)))
     found.sort(key=lambda t: (-t[1], t[0]))
     return [(name, text[s:e]) for s, e, name in found]

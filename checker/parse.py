@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .repair import (BARE_ID_FULL, closers, close_quote, cut_points, max_depth, positional_first,
+                     quote_bare_ids, repairs, span_end)
+
 MAX_CHARS = 20_000      # libcst is not fed more than this at once (1 MB prose would take seconds)
 MAX_SPANS = 200         # call-shaped spans tried per snippet
 MAX_DEPTH = 60          # deeper bracket nesting is not parsed (the native parser recurses)
@@ -51,61 +54,6 @@ class Parsed:
 
 
 _CALL_START = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
-# an unquoted hub id as an argument: (=|,|() owner/name[...]  followed by , or )
-_BARE_ID = re.compile(r"""(?P<pre>[(,=]\s*)(?P<id>[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+)(?=\s*[,)])""")
-_BARE_ID_FULL = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)+$")
-_OPEN, _CLOSE = "([{", ")]}"
-_PAIR = {")": "(", "]": "[", "}": "{"}
-
-
-def quote_bare_ids(text: str) -> str:
-    """``model=SG161222/Realistic_Vision_V1.4`` -> ``model='SG161222/Realistic_Vision_V1.4'``."""
-    return _BARE_ID.sub(lambda m: f"{m['pre']}'{m['id']}'", text)
-
-
-_SPECIAL = re.compile(r"""[()\[\]{}'"\\\n]""")
-
-
-def _span_end(text: str, start: int) -> tuple[int, list[str], int]:
-    """Index after the bracket closing the one opened at ``start``; unclosed -> len(text).
-
-    Also returns the brackets still open at the end (to close them) and the max depth.
-    Jumps from one bracket/quote to the next with a regex (a char loop is 10x slower).
-    """
-    stack: list[str] = []
-    quote = ""
-    depth = 0
-    pos, n = start, len(text)
-    while pos < n:
-        m = _SPECIAL.search(text, pos)
-        if m is None:
-            break
-        i, ch = m.start(), m.group()
-        pos = i + 1
-        if quote:
-            if ch == "\\":
-                pos = i + 2
-            elif ch == quote or ch == "\n":
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            stack.append(ch)
-            depth = max(depth, len(stack))
-        elif ch in _CLOSE:
-            if stack and stack[-1] == _PAIR[ch]:
-                stack.pop()
-                if not stack:
-                    return i + 1, [], depth
-            elif not stack:
-                return i, [], depth
-    return n, stack, depth
-
-
-def _closers(stack: list[str]) -> str:
-    return "".join(_CLOSE[_OPEN.index(c)] for c in reversed(stack))
-
-
 @lru_cache(maxsize=1)
 def _cst() -> Any:
     import libcst  # imported on first parse, not at package import
@@ -185,7 +133,7 @@ class _Collector:
         self.visit(node, parent)
         if isinstance(node, cst.BinaryOperation):
             code = re.sub(r"\s+", "", self.code(node))
-            if _BARE_ID_FULL.match(code):
+            if BARE_ID_FULL.match(code):
                 return ("str", code)  # shi-labs/oneformer_x parses as arithmetic; it is an id
         # other expressions never identify an API: keep their kind, not their (costly) source
         return ("other", type(node).__name__)
@@ -265,19 +213,19 @@ def _scan(text: str) -> list[Call]:
             break
         tried += 1
         paren = m.end() - 1
-        end, still_open, depth = _span_end(text, paren)
+        end, still_open, depth = span_end(text, paren)
         span = text[m.start():end]
         calls = None
         if depth <= MAX_DEPTH:
-            calls = _try_expr(span + _closers(still_open))
+            calls = _try_expr(span + closers(still_open))
             if calls is None:
-                calls = _try_expr(quote_bare_ids(span) + _closers(still_open))
+                calls = _try_expr(quote_bare_ids(span) + closers(still_open))
             if calls is None:
-                calls = _try_expr(_positional_first(quote_bare_ids(span) + _closers(still_open)))
+                calls = _try_expr(positional_first(quote_bare_ids(span) + closers(still_open)))
             if calls is None and still_open:
                 calls = _truncated(quote_bare_ids(span))
             if calls is None:
-                closed = _close_quote(span)
+                closed = close_quote(span)
                 if closed is not None:
                     calls = _try_expr(closed)
         if calls:
@@ -296,44 +244,23 @@ def parse_calls(text: str) -> Parsed:
     text = text.replace("\x00", "")
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS]
-    repairs: list[str] = []
-    if _max_depth(text) <= MAX_DEPTH:
+    fixes: list[str] = []
+    if max_depth(text) <= MAX_DEPTH:
         calls = _try_module(text)
         if calls:
             return Parsed(tuple(calls))
-        repairs = _repairs(text)
-        for fixed in repairs:
+        fixes = repairs(text)
+        for fixed in fixes:
             calls = _try_module(fixed)
             if calls:
                 return Parsed(tuple(calls), repaired=True)
     # not Python, or Python whose calls sit inside a string literal: scan for spans
     scanned = _scan(text)
-    if not scanned and repairs:
-        scanned = _scan(repairs[-1])
+    if not scanned and fixes:
+        scanned = _scan(fixes[-1])
     if not scanned:
         scanned = _shell(text)
     return Parsed(tuple(scanned), repaired=True)
-
-
-_TRAILING_QUOTE = re.compile(r"""\s*["']\s*$""")
-
-
-def _repairs(text: str) -> list[str]:
-    """Whole-text repairs, cheapest first: quote bare ids; drop a stray closing quote
-    (response files end code with a JSON artifact like ``...)\\n"``)."""
-    out = []
-    fixed = quote_bare_ids(text)
-    if fixed != text:
-        out.append(fixed)
-    stripped = _TRAILING_QUOTE.sub("", fixed)
-    if stripped != fixed:
-        out.append(stripped)
-    if "\\" in stripped:
-        # answers escaped twice over (\\' for '): one more level of unescaping
-        unescaped = stripped.replace("\\\\", "\\").replace("\\'", "'").replace('\\"', '"')
-        if unescaped != stripped:
-            out.append(unescaped)
-    return out
 
 
 _SHELL = re.compile(r"^\s*(?:\$\s*)?(?P<cmd>[\w./-]*[\w-])(?P<rest>(?:\s+\S+)+)\s*$")
@@ -370,106 +297,13 @@ def _shell(text: str) -> list[Call]:
     return [Call("$ " + m["cmd"], tuple(args), code=line)]
 
 
-_KW = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
-
-
-def split_args(inner: str) -> list[str]:
-    """Top-level comma split of an argument list (quote and bracket aware)."""
-    parts, depth, quote, cur = [], 0, "", []
-    i = 0
-    while i < len(inner):
-        ch = inner[i]
-        cur.append(ch)
-        if quote:
-            if ch == "\\" and i + 1 < len(inner):
-                cur.append(inner[i + 1])
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-        elif ch == "," and depth == 0:
-            cur.pop()
-            parts.append("".join(cur).strip())
-            cur = []
-        i += 1
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
-
-
-def _positional_first(span: str) -> str:
-    """``f(a=1, 'x')`` (a syntax error) -> ``f('x', a=1)``: positional arguments moved first."""
-    head, paren, rest = span.partition("(")
-    if not paren or not rest.endswith(")"):
-        return span
-    args = split_args(rest[:-1])
-    pos = [a for a in args if not _KW.match(a) and not a.startswith("*")]
-    kws = [a for a in args if _KW.match(a) or a.startswith("*")]
-    return f"{head}({', '.join(pos + kws)})"
-
-
-_TAIL = re.compile(r"[)\]}\s]*$")
-
-
-def _close_quote(span: str) -> str | None:
-    """``f('a/b)`` -> ``f('a/b')``: close a string left open, before the trailing brackets."""
-    for quote in ("'", '"'):
-        if span.count(quote) % 2 == 1:
-            tail = _TAIL.search(span)
-            head = span[: tail.start()] if tail else span
-            fixed = head + quote + (tail.group(0) if tail else "")
-            _, still_open, _ = _span_end(fixed, fixed.index("("))
-            return fixed + _closers(still_open)
-    return None
-
-
-def _cut_points(span: str) -> list[int]:
-    """Where an unclosed call's arguments could end: after a string, before a comma."""
-    cuts: list[int] = []
-    depth, quote, i = 0, "", 0
-    while i < len(span):
-        ch = span[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-                cuts.append(i + 1)
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-        elif ch == "," and depth == 1:
-            cuts.append(i)
-        i += 1
-    return cuts
-
-
 def _truncated(span: str) -> list[Call] | None:
     """An unclosed call followed by prose: keep the longest prefix that parses."""
-    for cut in reversed(_cut_points(span)[-3:]):
+    for cut in reversed(cut_points(span)[-3:]):
         head = span[:cut]
-        _, still_open, _ = _span_end(head, head.index("("))
-        calls = _try_expr(head + _closers(still_open))
+        _, still_open, _ = span_end(head, head.index("("))
+        calls = _try_expr(head + closers(still_open))
         if calls:
             return calls
     return None
 
-
-def _max_depth(text: str) -> int:
-    depth = best = 0
-    for ch in text:
-        if ch in _OPEN:
-            depth += 1
-            if depth > best:
-                best = depth
-        elif ch in _CLOSE and depth:
-            depth -= 1
-    return best
