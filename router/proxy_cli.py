@@ -48,8 +48,19 @@ def openai_command(
     app = create_app(upstream, router, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs,
                      api_key=api_key, log_content=log_content, timeout=timeout, pinned=tuple(pinned),
                      token_budget=token_budget, method=method)
+    _warm_up(router, method)
     typer.echo(f"toolsift proxy on http://{host}:{port}/v1 -> {upstream} (k={k}, {on_hallucination})", err=True)
     serve(app, host=host, port=port)
+
+
+def _warm_up(router, method: str) -> None:
+    """Load the index / embedding model now, so the first client request is not the slow one."""
+    if router is not None:
+        router.select("warm up", k=1, method=method)
+    elif method != "bm25":
+        from .dense import DEFAULT_MODEL, load_model
+
+        load_model(DEFAULT_MODEL)
 
 
 def register(serve_app: typer.Typer) -> None:

@@ -173,6 +173,24 @@ def capped_json(items: list[dict], short: Any) -> str:
     return "[]"
 
 
+def unique_names(records: list[Any]) -> list[str]:
+    """OpenAI names for catalog records sent together: the plain name when it is unique, else
+    ``namespace__name``, else a numbered one (Gorilla has many ``torch_hub_load``)."""
+    import re
+
+    plain = [r.openai_name() for r in records]
+    out: list[str] = []
+    for r, name in zip(records, plain):
+        if plain.count(name) > 1:
+            name = re.sub(r"[^a-zA-Z0-9_-]", "_", f"{r.namespace}__{name}")[:64]
+        base, n = name, 2
+        while name in out:
+            name = f"{base[:60]}_{n}"
+            n += 1
+        out.append(name)
+    return out
+
+
 class RequestRouter:
     """Selects tools for one request. ``router`` (a catalog `router.Router`) is optional:
     with it, tool-less requests get the top-k catalog tools injected."""
@@ -257,11 +275,8 @@ class RequestRouter:
         sels = self.router.select(query_messages(body["messages"]), k=min(self.k, self.max_tools),
                                   method=self.method, pinned=pins, token_budget=self.token_budget)
         sels = sels[: self.max_tools]
-        plain = [s.record.openai_name() for s in sels]
         offered, selected = [], []
-        for s, name in zip(sels, plain):
-            if plain.count(name) > 1:  # same name in two namespaces: server__tool
-                name = f"{s.record.namespace}__{name}"[:64].replace("/", "_")
+        for s, name in zip(sels, unique_names([s.record for s in sels])):
             offered.append(s.record.to_openai_tool(name=name))
             selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
         out = dict(body, tools=offered) if offered else body
