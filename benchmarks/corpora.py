@@ -24,6 +24,21 @@ def _root() -> Path:
     return data_root()
 
 
+def _cached(fn):
+    """Memoize per (data root, arguments): loading is cheap, but 4 datasets share one corpus,
+    and a changed TOOLSIFT_SHARED_DATA must not serve another root's records."""
+    memo: dict[tuple, Any] = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        key = (str(_root()), *args)
+        if key not in memo:
+            memo[key] = fn(*args)
+        return memo[key]
+
+    return wrapper
+
+
 def _read(rel: str) -> Any:
     path = _root() / rel
     text = path.read_text(encoding="utf-8")
@@ -32,7 +47,7 @@ def _read(rel: str) -> Any:
     return json.loads(text)
 
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _gorilla(hub: str) -> tuple[ApiRecord, ...]:
     return tuple(load(_root() / f"gorilla/api/{hub}_api.jsonl", format="gorilla").records)
 
@@ -49,7 +64,7 @@ def toolbench_key(record: ApiRecord) -> tuple[str, str]:
     return (md.get("tool_name") or md.get("tool") or record.namespace, md.get("api_name") or record.name)
 
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _stabletoolbench(files: tuple[str, ...]) -> tuple[ApiRecord, ...]:
     by_id: dict[str, ApiRecord] = {}
     for rel in files:  # every file shares the "toolbench" namespace: the union, one record per endpoint
@@ -64,7 +79,7 @@ def stabletoolbench(files: tuple[str, ...]) -> list[ApiRecord]:
 
 # --- MetaTool (name -> description only) ------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _metatool() -> tuple[ApiRecord, ...]:
     des = _read("metatool/plugin_des.json")
     return tuple(ApiRecord(id=make_id("metatool", slug(n)), namespace="metatool", name=n, description=d,
@@ -83,7 +98,7 @@ def openapi_key(record: ApiRecord) -> tuple[str, str]:
     return (str(md.get("method", "")).upper(), md.get("path", ""))
 
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _openapi(rel: str, namespace: str) -> tuple[ApiRecord, ...]:
     return tuple(load(_root() / rel, format="openapi", namespace=namespace).records)
 
@@ -94,7 +109,7 @@ def openapi(rel: str, namespace: str) -> list[ApiRecord]:
 
 # --- MCP (LiveMCPBench) -------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _mcp(rel: str) -> tuple[ApiRecord, ...]:
     return tuple(load(_root() / rel, format="mcp").records)  # one namespace per server key
 
@@ -105,7 +120,7 @@ def mcp(rel: str) -> list[ApiRecord]:
 
 # --- Seal-Tools ---------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _seal_tools() -> tuple[ApiRecord, ...]:
     out = []
     for t in _read("seal_tools/tool.jsonl"):
@@ -124,7 +139,7 @@ def seal_tools() -> list[ApiRecord]:
 
 # --- BFCL ----------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+@_cached
 def _bfcl(rel: str) -> tuple[tuple[ApiRecord, ...], dict[tuple[str, str], str]]:
     """Records of every function doc in a BFCL question file (the loader merges exact
     duplicates and lists the entries each doc appears in), and (entry id, function name)

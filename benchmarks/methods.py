@@ -111,9 +111,9 @@ def router_class() -> Any:
     return Router
 
 
-def build_router(records: list[ApiRecord], uniform_fields: bool = False) -> Any:
-    """A router over ``records`` with both indexes built (the dense one from the shared
-    embedding cache), so build time covers everything a first query would otherwise pay."""
+def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: bool = True) -> Any:
+    """A router over ``records`` with its indexes built (the dense one, when asked, from the
+    shared embedding cache), so build time covers everything a first query would otherwise pay."""
     Router = router_class()
     if Router is None:
         raise MethodError("the router package is not importable")
@@ -124,7 +124,8 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False) -> Any:
         cfg = RouterConfig(field_weights={f: 1 for f in DEFAULT_FIELD_WEIGHTS})
         return Router.from_records(records, config=cfg)  # BM25 only: no dense build needed
     router = Router.from_records(records)
-    router.dense_index()
+    if dense:
+        router.dense_index()
     return router
 
 

@@ -68,7 +68,8 @@ def _measured(build) -> tuple[Any, dict[str, float]]:
 class _Builds:
     """Built searchers of the current corpus; datasets sharing a corpus reuse them."""
 
-    def __init__(self) -> None:
+    def __init__(self, need_dense: bool = True) -> None:
+        self.need_dense = need_dense  # BM25-only runs never load the model nor embed
         self.key: str | None = None
         self.built: dict[str, tuple[Any, dict[str, float]]] = {}
 
@@ -81,7 +82,8 @@ class _Builds:
             if family == "rank_bm25":
                 self.built[family] = _measured(lambda: RankBM25(records))
             else:
-                self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields))
+                dense = self.need_dense and not spec.uniform_fields
+                self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields, dense))
         obj, cost = self.built[family]
         if spec.kind == "router":
             obj = RouterSearch(obj.configured(**spec.config) if spec.config else obj, spec.select)
@@ -216,8 +218,9 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
         "methods": {s.name: s.label for s in specs}, "methods_skipped": skipped, "datasets": {},
         "datasets_missing": [n for n in names if not available(n)],
     }
-    builds = _Builds()
-    if any(s.kind == "router" and not s.uniform_fields for s in specs):
+    need_dense = any(s.kind == "router" and s.select.get("method") != "bm25" for s in specs)
+    builds = _Builds(need_dense)
+    if need_dense:
         from router.dense import load_model
 
         load_model()  # once per process (~8 s of imports): not part of any index's build time
