@@ -30,13 +30,21 @@ def versions_block(results: dict[str, Any]) -> str:
     return ", ".join(f"{k} {val}" for k, val in v.items())
 
 
+def load_line(results: dict[str, Any]) -> str:
+    la = results.get("load_average") or {}
+    if not la.get("start"):
+        return ""
+    return (f"Machine load average (1/5/15 min) at start {la['start']}, at end {la.get('end')} "
+            f"on {__import__('os').cpu_count()} CPUs: other processes shared the CPUs, so latencies are upper bounds.")
+
+
 def write_report(results: dict[str, Any], out: Path, plots: bool = True) -> None:
     """report.md (+ recall_at_k.png, latency_quality.png) for a retrieval results dict."""
     methods = list(results["methods"])
     parts = ["# Retriever comparison", "",
              f"Command: `{results['command']}`  ",
              f"Wall time: {results['wall_seconds']:.0f} s" + (" (quick sample)" if results["quick"] else "") + "  ",
-             f"Versions: {versions_block(results)}", ""]
+             f"Versions: {versions_block(results)}  ", load_line(results), ""]
     if results.get("default_fusion"):
         parts.append(f"The router's shipped hybrid fusion is `{results['default_fusion']}`; "
                      "`hybrid_split` uses it with sub-query splitting on.")

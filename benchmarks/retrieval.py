@@ -41,6 +41,16 @@ def sample(queries: list[Query], n: int | None) -> list[Query]:
     return sorted(queries, key=lambda q: hashlib.sha1(q.id.encode()).hexdigest())[:n]
 
 
+def _loadavg() -> list[float]:
+    """1/5/15-minute load average: latency figures mean little on a busy machine, so say how busy."""
+    import os
+
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
 def _rss_mb() -> float:
     try:
         pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -205,6 +215,7 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
     from .report import write_report
 
     started = time.time()
+    load_start = _loadavg()
     names = list(datasets or DATASETS)
     for n in names:
         if n not in DATASETS:
@@ -233,6 +244,7 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
         results["datasets"][n]["seconds"] = time.perf_counter() - t0
     results["summary"] = summarize(results)
     results["wall_seconds"] = time.time() - started
+    results["load_average"] = {"start": load_start, "end": _loadavg()}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1, sort_keys=False) + "\n", encoding="utf-8")

@@ -32,7 +32,7 @@ from apidb.record import ApiRecord, make_id
 
 from .datasets import load_dataset
 from .methods import RankBM25
-from .retrieval import sample, versions
+from .retrieval import _loadavg, sample, versions
 
 BASE_DATASETS = ("stabletoolbench_G1_instruction", "seal_tools", "livemcpbench", "bfcl_live_multiple",
                  "apibench_huggingface", "metatool_single")
@@ -172,6 +172,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int]
     from router.dense import load_model
 
     started = time.time()
+    load_start = _loadavg()
     meths = tuple(methods or METHODS)
     sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
     base, queries = base_catalog(QUICK_BASE if quick else BASE_DATASETS)
@@ -195,6 +196,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int]
             break
         del records, vecs
     results["wall_seconds"] = time.time() - started
+    results["load_average"] = {"start": load_start, "end": _loadavg()}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
@@ -203,7 +205,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int]
 
 
 def write_scale_report(results: dict[str, Any], out: Path) -> None:
-    from .report import _pyplot, md_table
+    from .report import _pyplot, load_line, md_table
 
     sizes = [s for s, v in results["sizes"].items() if "error" not in v]
     meths = results["methods"]
@@ -216,7 +218,8 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
                              f"{v[m]['build_seconds']:.2f}", f"{v[m]['peak_heap_mb']:.0f}", f"{v['max_rss_mb']:.0f}"])
     text = ["# Scale: route latency and memory vs catalog size", "",
             f"Command: `{results['command']}`  ", f"Wall time: {results['wall_seconds']:.0f} s  ",
-            "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()), "",
+            "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + "  ",
+            load_line(results), "",
             f"Base catalog: {results['base_records']} real records from {', '.join(results['base_datasets'])}; "
             f"{results['n_queries']} real queries (rank-bm25: the first {RANK_BM25_QUERIES}), k=5, one query at a "
             "time, after a warm-up query.", "", results["how"], "",
