@@ -142,21 +142,24 @@ class Catalog:
         added = updated = unchanged = removed = 0
         try:
             with self._conn:  # one transaction: commit on success, rollback on any error
-                existing = {}
+                existing: dict[str, tuple[str, str]] = {}
                 for ns in touched:
-                    existing.update(self._conn.execute(
-                        "SELECT id, content_hash FROM records WHERE namespace = ?", (ns,)))
+                    for rid, digest, meta in self._conn.execute(
+                            "SELECT id, content_hash, metadata FROM records WHERE namespace = ?", (ns,)):
+                        existing[rid] = (digest, meta)
                 for rid, rec in incoming.items():
                     old = existing.pop(rid, None)
+                    row = _record_to_row(rec)
                     if old is None:
                         added += 1
-                    elif old != rec.content_hash:
+                    elif old[0] != rec.content_hash:
                         updated += 1
                     else:
                         unchanged += 1
+                        if old[1] != row[7]:  # only positional metadata moved: refresh it quietly
+                            self._conn.execute("UPDATE records SET metadata = ? WHERE id = ?", (row[7], rid))
                         continue
-                    self._conn.execute("INSERT OR REPLACE INTO records VALUES (?,?,?,?,?,?,?,?,?)",
-                                       _record_to_row(rec))
+                    self._conn.execute("INSERT OR REPLACE INTO records VALUES (?,?,?,?,?,?,?,?,?)", row)
                 for rid in existing:
                     self._conn.execute("DELETE FROM records WHERE id = ?", (rid,))
                     removed += 1

@@ -9,6 +9,10 @@ from typing import Any
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 _OPENAI_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+# Metadata that says where a record sat in its source, not what the API is: kept and
+# stored, but left out of the content hash so deleting one line of a source does not
+# make every later record look changed (and re-embedded).
+POSITIONAL_METADATA = ("source_index",)
 
 
 def canonical_json(value: Any) -> str:
@@ -42,8 +46,9 @@ class ApiRecord:
     @property
     def content_hash(self) -> str:
         """sha256 over everything that describes the API (not over the id)."""
+        meta = {k: v for k, v in self.metadata.items() if k not in POSITIONAL_METADATA}
         payload = canonical_json([self.namespace, self.name, self.description, self.parameters,
-                                  self.call, self.source_format, self.metadata])
+                                  self.call, self.source_format, meta])
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     @property

@@ -5,7 +5,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import LoadError
 from ..record import ApiRecord
@@ -145,14 +145,22 @@ def slug(text: str) -> str:
     return _WORD.sub("_", text.strip()).strip("_") or "_"
 
 
-def unique_ids(records: list[ApiRecord]) -> list[ApiRecord]:
+def unique_ids(records: list[ApiRecord], key: Callable[[ApiRecord], str] | None = None) -> list[ApiRecord]:
     """Disambiguate records of one load that would share an id, deterministically.
 
-    Every record of a clashing group gets a suffix from its own content hash, so the
-    ids do not depend on the order of the source.
+    Every record of a clashing group gets a suffix hashed from ``key(record)`` (what
+    identifies the API in its source, e.g. a Gorilla ``api_call``; default: the content
+    hash), so ids depend neither on the order of the source nor, given a key, on edits
+    to a description.
     """
+    import hashlib
     from collections import Counter
     from dataclasses import replace
 
+    def suffix(rec: ApiRecord) -> str:
+        if key is None:
+            return rec.content_hash[:8]
+        return hashlib.sha256(key(rec).encode("utf-8")).hexdigest()[:8]
+
     counts = Counter(r.id for r in records)
-    return [r if counts[r.id] == 1 else replace(r, id=f"{r.id}~{r.content_hash[:8]}") for r in records]
+    return [r if counts[r.id] == 1 else replace(r, id=f"{r.id}~{suffix(r)}") for r in records]

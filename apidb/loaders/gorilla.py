@@ -30,6 +30,7 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
     if not isinstance(data, list):
         raise problems.fatal("expected JSON Lines of Gorilla API records")
     groups: dict[str, list[dict[str, Any]]] = {}
+    first: dict[str, int] = {}  # line of each call's first occurrence: Gorilla's scorer takes the first match
     for i, row in enumerate(data):
         if not isinstance(row, dict):
             problems.invalid(f"expected an object, got {type(row).__name__}", record=i)
@@ -42,7 +43,9 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
             problems.invalid("missing or empty api_name", record=i, field="api_name")
             continue
         groups.setdefault(call.strip(), []).append(row)
-    return unique_ids([_merge(ns, call, rows) for call, rows in groups.items()])
+        first.setdefault(call.strip(), i)
+    records = [_merge(ns, call, rows, first[call]) for call, rows in groups.items()]
+    return unique_ids(records, key=lambda r: r.call or "")
 
 
 def _distinct(values: list[Any]) -> list[Any]:
@@ -53,7 +56,7 @@ def _distinct(values: list[Any]) -> list[Any]:
     return seen
 
 
-def _merge(ns: str, call: str, rows: list[dict[str, Any]]) -> ApiRecord:
+def _merge(ns: str, call: str, rows: list[dict[str, Any]], source_index: int) -> ApiRecord:
     first = rows[0]
     descriptions = _distinct([r.get("description") for r in rows])
     domains = _distinct([r.get("domain") for r in rows])
@@ -65,6 +68,7 @@ def _merge(ns: str, call: str, rows: list[dict[str, Any]]) -> ApiRecord:
         "performance": first.get("performance"),
         "merged_from": len(rows),
         "call_parses": _parses(call),
+        "source_index": source_index,
     }
     if len(domains) > 1:
         metadata["domains"] = domains
