@@ -301,19 +301,25 @@ class Proxy:
         import httpx
         from fastapi.responses import Response
 
+        t0 = time.perf_counter()
         denied, headers = self.auth(request)
         if denied is not None:
-            return denied
-        req = self.client.build_request(request.method, self.target(request.url.path, request.url.query),
-                                        headers=headers, content=await request.body())
-        try:
-            r = await self.client.send(req)
-        except httpx.TimeoutException:
-            return _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
-        except httpx.TransportError as exc:
-            return _error(502, f"upstream unreachable: {type(exc).__name__}: {exc}", "upstream_unreachable")
-        keep = {k: v for k, v in r.headers.items() if k.lower() not in _RESP_DROP}
-        return Response(r.content, status_code=r.status_code, headers=keep)
+            resp = denied
+        else:
+            req = self.client.build_request(request.method, self.target(request.url.path, request.url.query),
+                                            headers=headers, content=await request.body())
+            try:
+                r = await self.client.send(req)
+                keep = {k: v for k, v in r.headers.items() if k.lower() not in _RESP_DROP}
+                resp = Response(r.content, status_code=r.status_code, headers=keep)
+            except httpx.TimeoutException:
+                resp = _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
+            except httpx.TransportError as exc:
+                resp = _error(502, f"upstream unreachable: {type(exc).__name__}: {exc}", "upstream_unreachable")
+        # forwarded requests are logged but not counted in /metrics (those are about chat completions)
+        self.log_line({"path": request.url.path, "method": request.method, "forwarded": True,
+                       "status": resp.status_code, "ms": round((time.perf_counter() - t0) * 1000, 2)})
+        return resp
 
 
 def _loads(raw: bytes) -> Any:

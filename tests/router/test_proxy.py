@@ -218,7 +218,8 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert m["tools_in"] == 12 and m["tools_out"] == 3 and m["verdicts"] == {"hallucinated_tool": 1}
     assert m["latency_ms"]["p50"] > 0 and 'toolsift_verdicts_total{verdict="hallucinated_tool"} 1' in text
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "toolsift.proxy"]
-    assert [line["status"] for line in lines] == [401, 200, 200]
+    assert [line["status"] for line in lines] == [401, 200, 200, 200]
+    assert lines[3]["forwarded"] and lines[3]["path"] == "/v1/models"
     assert lines[2]["tools_in"] == 12 and lines[2]["verdicts"] == ["hallucinated_tool"]
     logged = caplog.text
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
