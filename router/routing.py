@@ -250,11 +250,11 @@ class RequestRouter:
         """Forced tools first (always), then ranked ones while under 128 tools and the token budget."""
         from .tokens import tool_tokens
 
-        order = [i for i, s in keep.items() if s["reason"] not in ("ranked", "all")]
-        order += [i for i, s in keep.items() if s["reason"] in ("ranked", "all")]
+        # must-keep (pinned, tool_choice), then tools already called (history), then ranked ones
+        order = sorted(keep, key=lambda i: {"pinned": 0, "tool_choice": 0, "history": 1}.get(keep[i]["reason"], 2))
         chosen, used, over = [], 0, False
         for i in order:
-            forced = keep[i]["reason"] not in ("ranked", "all")
+            forced = keep[i]["reason"] in ("pinned", "tool_choice")
             cost = tool_tokens(tools[i]) if self.token_budget is not None else 0
             if forced:
                 if len(chosen) >= MAX_TOOLS:
