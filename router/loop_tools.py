@@ -90,7 +90,7 @@ class Toolbox:
     # -- checking and executing --------------------------------------------------------
     def check(self, rnd: int, call: dict[str, Any], offered: list[dict[str, Any]]) -> "CallTrace":
         """Check one call against the tools offered this round; a bad call gets its error now."""
-        from checker import check_calls
+        from checker.calls import check_calls
 
         from .loop import CallTrace
 

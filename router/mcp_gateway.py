@@ -153,7 +153,7 @@ class Gateway:
     def _build_router(self, records: list[ApiRecord]) -> Any:
         if not records:
             return None
-        from router import Router
+        from .router import Router  # the submodule, so a stale editable install cannot hide it
 
         if self.router is not None:  # same model and embedding cache: only new tools get encoded
             router = self.router.with_records(records)
@@ -239,7 +239,7 @@ class Gateway:
 
     async def call_tool(self, name: str, arguments: Any = None) -> Any:
         """Check, then forward one call; always returns an MCP `CallToolResult`."""
-        from checker import check_calls
+        from checker.calls import check_calls
 
         try:
             arguments = _arguments(arguments)
@@ -272,7 +272,7 @@ class Gateway:
         suggestions = list(getattr(verdict, "suggestions", []) or [])
         if suggestions:
             return suggestions
-        from checker import suggest
+        from checker.suggest import suggest
 
         near = suggest(name, [f["name"] for f in self._functions()], n=3)
         if near or self.router is None:
