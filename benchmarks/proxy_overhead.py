@@ -205,10 +205,12 @@ def _overhead(records: list[Any], tools: list[dict], queries: list[Any], *, quic
 
 
 def _token_saving(tools: list[dict], queries: list[Any], records: list[Any], *, method: str, k: int) -> dict:
+    from router.router import Router
     from router.routing import RequestRouter
     from router.tokens import tool_tokens
 
-    rr = RequestRouter(k=k, method=method)
+    # the same routing the proxy does: request tools looked up in the catalog (and its indexes)
+    rr = RequestRouter(Router.open(_catalog(records, method)), k=k, method=method)
     cost = {t["function"]["name"]: tool_tokens(t) for t in tools}
     all_tokens = sum(cost.values())
     by_id = {r.id: r.openai_name() for r in records}
@@ -258,12 +260,24 @@ def _report(res: dict) -> str:
         "|---|---|---|---|---|",
         f"| {t['all_tools_tokens']:,} | {t['top_k_tokens_mean']} | {t['saving_pct']} % | "
         f"{t['gold_any_in_top_k']:.1%} / {t['gold_all_in_top_k']:.1%} | {t['route_ms_p50']} / {t['route_ms_p95']} |", "",
-        "Reading the overhead: with one client the proxy costs about nothing, because the upstream no longer "
-        "parses the 1 MB tool list; the proxy parses it instead. With 20 concurrent clients everything (load "
-        "generator, upstream, proxy) shares this machine's CPUs, and the proxy's CPU per request (mostly parsing "
-        "the 1 MB body) caps its throughput, so requests queue: that queueing is the concurrent overhead.", "",
+        _reading(o), "",
         "Tokens are cl100k counts of each tool's compact JSON (router.tokens.tool_tokens); all tools are far over "
         "any context window and over the 128-tool limit, which is the point of routing.", ""])
+
+
+def _reading(o: dict) -> str:
+    """What the overhead figures say, written from the figures."""
+    seq, con = o["overhead_sequential"], o["overhead_concurrent"]
+    ps, pc = o["proxied_sequential"], o["proxied_concurrent"]
+    verdict = lambda ms: "met" if ms <= 30 else "not met"  # noqa: E731 - issue 5's target: p50 overhead <= 30 ms
+    return (f"Target p50 overhead <= 30 ms: {verdict(seq['p50_ms'])} with one client ({seq['p50_ms']} ms), "
+            f"{verdict(con['p50_ms'])} with {pc['concurrency']} concurrent clients ({con['p50_ms']} ms). "
+            f"The proxy spends {ps.get('proxy_cpu_ms_per_request')} ms of CPU per request (parsing the "
+            f"{o['body_bytes']:,}-byte body, {o['method']} routing, checking the answer); the upstream it calls no "
+            f"longer parses the 2k-tool list. Under concurrency the load generator, the upstream and the proxy share "
+            f"this machine's {os.cpu_count()} CPUs: proxied throughput is {pc['throughput_rps']} rps against "
+            f"{o['direct_concurrent']['throughput_rps']} rps direct, and the concurrent overhead is requests queueing "
+            f"for CPU.")
 
 
 def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "bm25", k: int = 5) -> dict:
