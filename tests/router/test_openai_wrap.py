@@ -56,13 +56,14 @@ def test_caps_128_tools_and_token_budget():
 def test_annotate_raise_and_repair_sync():
     tools = small_tools()
     with ScriptedUpstream([BAD, BAD, BAD, GOOD]) as up:
-        resp = wrap(oai(up), k=3).chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
+        resp = wrap(oai(up), k=3, method="bm25").chat.completions.create(model="m", messages=user("weather in Oslo"),
+                                                                         tools=tools)
         assert not resp.toolsift.ok and resp.toolsift.verdicts[0].verdict == "hallucinated_tool"
         with pytest.raises(HallucinatedCallError) as exc:
-            wrap(oai(up), k=3, on_hallucination="raise").chat.completions.create(
+            wrap(oai(up), k=3, method="bm25", on_hallucination="raise").chat.completions.create(
                 model="m", messages=user("weather in Oslo"), tools=tools)
         assert "hallucinated_tool" in str(exc.value) and exc.value.response is not None
-        resp = wrap(oai(up), k=3, on_hallucination="repair").chat.completions.create(
+        resp = wrap(oai(up), k=3, method="bm25", on_hallucination="repair").chat.completions.create(
             model="m", messages=user("weather in Oslo"), tools=tools)
         assert resp.choices[0].message.tool_calls[0].function.name == "get_weather"
         assert resp.toolsift.repairs == 1 and resp.toolsift.ok
@@ -88,13 +89,13 @@ def test_tool_left_out_by_routing_is_restored_on_repair():
 def test_sync_stream_passes_chunks_and_checks_at_the_end():
     tools = small_tools()
     with ScriptedUpstream([GOOD, BAD]) as up:
-        stream = wrap(oai(up), k=3).chat.completions.create(model="m", messages=user("weather"), tools=tools,
-                                                            stream=True)
+        stream = wrap(oai(up), k=3, method="bm25").chat.completions.create(model="m", messages=user("weather"),
+                                                                           tools=tools, stream=True)
         chunks = list(stream)
         args = "".join(tc.function.arguments or "" for c in chunks for tc in c.choices[0].delta.tool_calls or [])
         assert args == GOOD["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
         assert stream.toolsift.ok and stream.toolsift.verdicts[0].verdict in ("valid", "correct")
-        stream = wrap(oai(up), k=3, on_hallucination="raise").chat.completions.create(
+        stream = wrap(oai(up), k=3, method="bm25", on_hallucination="raise").chat.completions.create(
             model="m", messages=user("weather"), tools=tools, stream=True)
         seen = []
         with pytest.raises(HallucinatedCallError):
@@ -107,7 +108,7 @@ def test_async_wrapper_repair_and_stream():
     tools = small_tools()
 
     async def main(up):
-        client = wrap(oai(up, openai.AsyncOpenAI), k=3, on_hallucination="repair")
+        client = wrap(oai(up, openai.AsyncOpenAI), k=3, method="bm25", on_hallucination="repair")
         resp = await client.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
         stream = await client.chat.completions.create(model="m", messages=user("weather"), tools=tools, stream=True)
         chunks = [c async for c in stream]
