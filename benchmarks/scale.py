@@ -2,8 +2,8 @@
 
     python -m benchmarks.scale [--sizes 2000,20000,100000] [--out DIR] [--quick]
 
-Catalogs are synthetic replicas of real ones (StableToolBench union, Seal-Tools,
-LiveMCPBench, BFCL live_multiple, APIBench HF, MetaTool). Replica ``i`` of a record:
+Catalogs are synthetic replicas of real ones (StableToolBench union, LiveMCPBench,
+APIBench HF, MetaTool, RestBench TMDB + Spotify: 3,946 real tools). Replica ``i`` of a record:
 namespace ``<ns>_r<i>``, name ``<name>_v<i>`` (so every name is distinct), the
 description's sentences shuffled with a seed of (record id, i) (a one-sentence
 description instead loses one word), parameters unchanged. Encoding 100k texts with
@@ -34,8 +34,9 @@ from .datasets import load_dataset
 from .methods import RankBM25
 from .retrieval import _loadavg, sample, versions
 
-BASE_DATASETS = ("stabletoolbench_G1_instruction", "seal_tools", "livemcpbench", "bfcl_live_multiple",
-                 "apibench_huggingface", "metatool_single")
+# Real catalogs of real tools (Seal-Tools' LLM-generated tools are left out of the base)
+BASE_DATASETS = ("stabletoolbench_G1_instruction", "livemcpbench", "apibench_huggingface", "metatool_single",
+                 "restbench_tmdb", "restbench_spotify")
 QUICK_BASE = ("livemcpbench", "metatool_single")
 SIZES = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
 QUICK_SIZES = (1_000, 3_000)
