@@ -102,3 +102,25 @@ def test_cli_bench_retrieval_and_errors(tmp_path):
             cli.run_delegated("missing", tmp_path, True)
     finally:
         del cli.DELEGATED["missing"]
+
+
+def test_scale_replicas_are_distinct_and_deterministic():
+    """The synthetic scale catalogs: distinct ids and names, same tools, varied but stable text."""
+    import numpy as np
+
+    from apidb.record import ApiRecord
+    from benchmarks import scale
+
+    base = [ApiRecord(id=f"ns/t{i}", namespace="ns", name=f"tool_{i}",
+                      description=f"Finds things number {i}. Sorts them. Returns a list.") for i in range(7)]
+    recs, origin = scale.replicate(base, 30)
+    assert len(recs) == 30 and recs[:7] == base
+    assert len({r.id for r in recs}) == 30 and len({r.name for r in recs}) == 30
+    assert origin[7] == 0 and recs[7].name == "tool_0_v1" and recs[7].namespace == "ns_r1"
+    assert sorted(recs[7].description.split(". ")) != [] and set(recs[7].description.replace(".", "").split()) \
+        == set(base[0].description.replace(".", "").split())
+    assert scale.replicate(base, 30)[0] == recs  # deterministic
+    vecs = np.eye(7, 8, dtype=np.float32)
+    out = scale.replica_vectors(vecs, origin, 7)
+    assert np.allclose(out[:7], vecs) and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert 0.95 < float(out[7] @ vecs[0]) < 1.0  # a replica sits close to its base tool
