@@ -23,7 +23,6 @@ import hmac
 import json
 import logging
 import os
-import socket
 import threading
 import time
 from collections import Counter, deque
@@ -396,46 +395,6 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         return await proxy.forward(request)
 
     return app
-
-
-class ServerThread:
-    """uvicorn serving ``app`` from a background thread on an ephemeral (or given) port."""
-
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
-        import uvicorn
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.host, self.port = host, self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
-                                       name="toolsift-proxy")
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def start(self, wait: float = 10.0) -> "ServerThread":
-        self.thread.start()
-        deadline = time.monotonic() + wait
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise ToolsiftError(f"proxy did not start on {self.url}")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
-
-    def __enter__(self) -> "ServerThread":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
 
 def serve(app: Any, host: str = "127.0.0.1", port: int = 8808) -> None:

@@ -12,9 +12,10 @@ import httpx
 import openai
 import pytest
 
-from router.proxy import ServerThread, create_app
+from router.proxy import create_app
 from tests.support.scripted_upstream import (ScriptedUpstream, call_first_tool, completion, error, garbage,
                                              offered_names, slow, tool_call)
+from tests.support.servers import ServerThread
 from tests.support.toolsets import gold_names, small_tools, stb_catalog, stb_dataset, stb_tools
 
 KEY = "sk-client-secret-123"
