@@ -245,7 +245,9 @@ def _report(res: dict) -> str:
                     f"| {d['throughput_rps']} / {p['throughput_rps']} |")
     return "\n".join([
         "# Proxy overhead and prompt-token saving (StableToolBench)", "",
-        f"Command: `{res['command']}`  ", f"Machine: {res['machine']}  ", f"Took {res['seconds']} s.", "",
+        f"Command: `{res['command']}`  ", f"Machine: {res['machine']}  ",
+        f"Load average (1 min) before / after: {res['load_average_1m']['before']} / {res['load_average_1m']['after']}  ",
+        f"Took {res['seconds']} s.", "",
         f"## Overhead: {o['tools_per_request']} tools per request ({o['body_bytes']:,} bytes), "
         f"proxy k={o['k']}, method {o['method']}", "",
         "| load | direct p50 / p95 ms | proxied p50 / p95 ms | overhead p50 / p95 ms | answered (direct, proxied) "
@@ -280,9 +282,17 @@ def _reading(o: dict) -> str:
             f"for CPU.")
 
 
+def _loadavg() -> float | None:
+    """1-minute load average: this box is shared, so latencies are upper bounds when it is high."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "bm25", k: int = 5) -> dict:
     """Run both measurements; write results.json and report.md into ``out_dir``; return the results."""
-    t0 = time.perf_counter()
+    t0, load_before = time.perf_counter(), _loadavg()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     records, tools, queries = _corpus()
@@ -293,6 +303,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "b
     res = {"command": "python -m benchmarks.proxy_overhead" + (" --quick" if quick else "")
            + (f" --method {method}" if method != "bm25" else "") + (f" -k {k}" if k != 5 else ""),
            "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+           "load_average_1m": {"before": load_before, "after": _loadavg()},
            "quick": quick, "overhead": overhead, "tokens": tokens, "seconds": round(time.perf_counter() - t0, 1)}
     (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "report.md").write_text(_report(res))
