@@ -55,7 +55,8 @@ def _scripted_upstream():
 
 STB = ("stabletoolbench_G1_instruction", "stabletoolbench_G1_category", "stabletoolbench_G1_tool",
        "stabletoolbench_G2_instruction")
-DEFAULT_OUT = Path("benchmarks/results/proxy_overhead")
+RESULTS = ROOT / "benchmarks" / "results"
+DEFAULT_OUT = RESULTS / "proxy"  # where `toolsift bench proxy` writes too (--quick: results/quick/proxy)
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -313,14 +314,15 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "b
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.proxy_overhead", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="100 concurrent requests and 60 token queries (CI)")
-    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/proxy (quick: results/quick/proxy)")
     ap.add_argument("--method", default="bm25", choices=("bm25", "hybrid", "dense"))
     ap.add_argument("-k", type=int, default=5)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    res = run(args.out, quick=args.quick, method=args.method, k=args.k)
+    out = Path(args.out) if args.out else (RESULTS / "quick" / "proxy" if args.quick else DEFAULT_OUT)
+    res = run(out, quick=args.quick, method=args.method, k=args.k)
     print(_report(res))
-    print(f"wrote {Path(args.out) / 'results.json'} and report.md")
+    print(f"wrote {out / 'results.json'} and report.md")
 
 
 if __name__ == "__main__":
