@@ -240,7 +240,8 @@ class RequestRouter:
         for choice in (as_dict(response) or {}).get("choices") or []:
             calls = (choice.get("message") or {}).get("tool_calls")
             if calls:
-                from checker import check_calls
+                # the submodule: a stale editable install can map `checker` as a namespace package
+                from checker.calls import check_calls
 
                 out.append(CallCheck(choice.get("index", 0), check_calls(calls, functions=routed.offered)))
         return out
