@@ -17,7 +17,7 @@ $(STAMP): $(PY) pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(VENV)/bin/toolsift demo
+	HF_HUB_OFFLINE=1 COLUMNS=$${COLUMNS:-120} $(VENV)/bin/toolsift demo
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q

@@ -7,8 +7,6 @@ outside the installed package.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
-
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -62,11 +60,41 @@ def build_catalog(db: Path) -> None:
         out.print(f"[bold]{rec.id}[/bold]  {rec.call}\n  {rec.description[:160]}", highlight=False)
 
 
-def demo(db: Optional[Path] = typer.Option(Path(".toolsift/demo.db"), "--db", help="Where to build the demo catalog."),
+def route_examples(db: Path, k: int) -> None:
+    from . import cli as router_cli
+    from .router import Router
+
+    out.rule("[bold]2. Index[/bold] (bm25s + MiniLM/faiss; vectors cached by content hash)")
+    router_cli.index(db=db, model=None, index_dir=None, as_json=False)
+    router = Router.open(db)
+    out.rule(f"[bold]3. Route[/bold] (hybrid, top {k} of {len(router)} tools)")
+    for question in QUESTIONS:
+        router_cli._print_table(question, router.select(question, k=k))
+
+
+def check_examples(db: Path) -> None:
+    from apidb import Catalog
+    from checker import check_code
+
+    out.rule("[bold]4. Check[/bold] (strict AST match against the catalog; gold: bart-large-cnn summarizer)")
+    with Catalog.open(db) as cat:
+        records = cat.records()
+    for expected, output, gold in OUTPUTS:
+        v = check_code(output, records, gold=gold)
+        out.print(f"[bold]{v.verdict:<13}[/bold] {output}", highlight=False)
+        if v.api or v.nearest:
+            out.print(f"{'':14}{'record' if v.api else 'nearest'}: {v.api or v.nearest}", highlight=False)
+        for defect in v.defects[:1]:
+            out.print(f"{'':14}{defect.message}", highlight=False)
+
+
+def demo(db: Path = typer.Option(Path(".toolsift/demo.db"), "--db", help="Where to build the demo catalog."),
          k: int = typer.Option(3, "-k", help="Tools to show per question.")) -> None:
     """Build the bundled catalog, route example questions, check example outputs."""
     db.parent.mkdir(parents=True, exist_ok=True)
     build_catalog(db)
+    route_examples(db, k)
+    check_examples(db)
 
 
 def register(app: typer.Typer) -> None:
