@@ -116,5 +116,444 @@ def warm(quick: bool = False) -> None:
               flush=True)
 
 
-if __name__ == "__main__" and "--warm" in sys.argv:
-    warm("--quick" in sys.argv)
+# --- quality ------------------------------------------------------------------------------
+
+def _half(qid: str, dataset: str) -> str:
+    """Deterministic dev/test split of a dataset's queries (sha1 of dataset + id)."""
+    return "dev" if int(hashlib.sha1(f"{dataset}:{qid}".encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def _run(router, queries, k: int = 10, **select) -> dict[str, dict[str, float]]:
+    run = {}
+    for q in queries:
+        sel = router.select(q.text, k=k, **select)
+        # ranx needs distinct, strictly ordered scores: use the rank, not the method's score
+        run[q.id] = {s.record.id: float(k - i) for i, s in enumerate(sel)} or {"__none__": 0.0}
+    return run
+
+
+def evaluate(sets: dict, routers: dict, select: dict, half: str | None = None,
+             metrics=("ndcg@5", "recall@5")) -> dict[str, dict[str, float]]:
+    """ranx metrics of one router setting on every dataset (optionally one half of the queries)."""
+    from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+    out = {}
+    for name, d in sets.items():
+        qs = [q for q in d.queries if half is None or _half(q.id, name) == half]
+        qrels = Qrels({q.id: {r: 1 for r in q.relevant} for q in qs})
+        run = Run(_run(router_for(routers, name), qs, **select))
+        out[name] = {m: float(v) for m, v in ranx_evaluate(qrels, run, list(metrics)).items()}
+    return out
+
+
+def objective(scores: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The issue's two targets: StableToolBench nDCG@5 averaged over the four files, and
+    APIBench Recall@5 (worst hub must reach 0.45). The grid maximizes their mean."""
+    stb = statistics.mean(scores[n]["ndcg@5"] for n in STB if n in scores)
+    api = [scores[n]["recall@5"] for n in APIBENCH if n in scores]
+    return {"stb_ndcg5": stb, "apibench_recall5_mean": statistics.mean(api), "apibench_recall5_min": min(api),
+            "objective": (stb + statistics.mean(api)) / 2}
+
+
+def grid(sets: dict, base_routers: dict, quick: bool) -> dict[str, Any]:
+    """Field weights (BM25 alone, then the best few under hybrid), then fusion settings,
+    then sub-query splitting: all chosen on the dev half of every dataset's queries."""
+    from router.router import RouterConfig
+    from router.text import DEFAULT_FIELD_WEIGHTS
+
+    log: dict[str, Any] = {"field_weights": [], "fusion": [], "split": []}
+    weight_grid = []
+    for name_w in (1, 2, 3):
+        for tags_w in (1, 2):
+            for params_w in (0, 1):
+                for call_w in (1,):
+                    weight_grid.append({"name": name_w, "namespace": 1, "description": 1, "params": params_w,
+                                        "tags": tags_w, "call": call_w})
+    for w in weight_grid:
+        routers = build_routers(sets, w, base=base_routers)
+        obj = objective(evaluate(sets, routers, {"method": "bm25"}, half="dev"))
+        log["field_weights"].append({"weights": w, "method": "bm25", **obj})
+        print(f"  bm25 weights {w}: {obj['objective']:.4f}", flush=True)
+    top = sorted(log["field_weights"], key=lambda r: -r["objective"])[:3]
+    best_w, best_obj = dict(DEFAULT_FIELD_WEIGHTS), -1.0
+    for row in top:
+        routers = build_routers(sets, row["weights"], base=base_routers)
+        obj = objective(evaluate(sets, routers, {"method": "hybrid"}, half="dev"))
+        log["field_weights"].append({"weights": row["weights"], "method": "hybrid (default fusion)", **obj})
+        print(f"  hybrid weights {row['weights']}: {obj['objective']:.4f}", flush=True)
+        if obj["objective"] > best_obj:
+            best_w, best_obj = row["weights"], obj["objective"]
+    routers = build_routers(sets, best_w, base=base_routers)
+    fusion_grid = [{"fusion": "wsum", "weights": (a, round(1 - a, 2)), "group_boost": gb}
+                   for a in (0.4, 0.5, 0.6) for gb in (0.0, 1.0, 2.0)]
+    fusion_grid += [{"fusion": "rrf", "rrf_k": k, "weights": (1.0, 1.0), "group_boost": 2.0} for k in (30, 60)]
+    best_f, best_obj = fusion_grid[0], -1.0
+    for f in fusion_grid:
+        rs = {c: r.configured(**f) for c, r in routers.items()}
+        obj = objective(evaluate(sets, rs, {"method": "hybrid"}, half="dev"))
+        log["fusion"].append({**f, **obj})
+        print(f"  fusion {f}: {obj['objective']:.4f}", flush=True)
+        if obj["objective"] > best_obj:
+            best_f, best_obj = f, obj["objective"]
+    for split, merge in ((False, "interleave"), (True, "interleave"), (True, "rrf")):
+        rs = {c: r.configured(**best_f, split_merge=merge) for c, r in routers.items()}
+        obj = objective(evaluate(sets, rs, {"method": "hybrid", "split": split}, half="dev"))
+        log["split"].append({"split": split, "merge": merge, **obj})
+        print(f"  split={split} merge={merge}: {obj['objective']:.4f}", flush=True)
+    best_split = max(log["split"], key=lambda r: r["objective"])
+    log["chosen"] = {"field_weights": best_w, **{k: list(v) if isinstance(v, tuple) else v for k, v in best_f.items()},
+                     "split": best_split["split"], "split_merge": best_split["merge"]}
+    return log
+
+
+def chosen_config(log: dict[str, Any] | None):
+    """The RouterConfig the grid chose (the router's defaults when there was no grid)."""
+    from router.router import RouterConfig
+
+    if not log:
+        return RouterConfig()
+    c = dict(log["chosen"])
+    c["weights"] = tuple(c["weights"])
+    return RouterConfig(**c)
+
+
+def quality(sets: dict, quick: bool, config=None) -> dict[str, Any]:
+    """Baselines and the router's methods (with ``config``, default: the router's defaults),
+    per dataset and per half of the queries."""
+    from benchmarks.methods import RankBM25
+
+    routers = build_routers(sets, config.field_weights if config else None)
+    if config is not None:
+        base = build_routers(sets)
+        for c, r in routers.items():
+            r._dense = base[c].dense_index()
+        routers = {c: r.configured(**{k: v for k, v in config.__dict__.items() if k != "field_weights"})
+                   for c, r in routers.items()}
+    rows: dict[str, Any] = {}
+    plain = {}
+    for name, d in sets.items():
+        corpus = "stabletoolbench" if name.startswith("stabletoolbench") else name
+        if corpus not in plain:
+            plain[corpus] = RankBM25(d.records)
+
+    class _Plain:  # rank-bm25 behind the Router.select shape, for the same evaluation code
+        def __init__(self, rb):
+            self.rb = rb
+
+        def select(self, text, k, **_):
+            from types import SimpleNamespace
+
+            return [SimpleNamespace(record=SimpleNamespace(id=i)) for i in self.rb.search(text, k)]
+
+    methods = {"rank_bm25 (plain)": ({c: _Plain(rb) for c, rb in plain.items()}, {}),
+               "router bm25": (routers, {"method": "bm25"}),
+               "router dense (plain MiniLM)": (routers, {"method": "dense"}),
+               "router hybrid (default)": (routers, {"method": "hybrid"})}
+    for label, (rs, sel) in methods.items():
+        per = {h: evaluate(sets, rs, sel, half=h) for h in ("dev", "test")}
+        per["all"] = evaluate(sets, rs, sel)
+        rows[label] = {h: {"per_dataset": v, **objective(v)} for h, v in per.items()}
+        if label.startswith("router hybrid") and config is not None and not config.split:
+            split_rs = {c: r.configured(split=True) for c, r in rs.items()}
+            per = {h: evaluate(sets, split_rs, sel, half=h) for h in ("dev", "test")}
+            per["all"] = evaluate(sets, split_rs, sel)
+            rows["router hybrid + sub-query split"] = {h: {"per_dataset": v, **objective(v)} for h, v in per.items()}
+        print(f"  {label}: all {rows[label]['all']['objective']:.4f}", flush=True)
+    return rows
+
+
+# --- speed ----------------------------------------------------------------------------------
+
+SPEED_N = 20_000
+
+
+def replicate(records: list, n: int) -> tuple[list, list[int]]:
+    """``n`` records from the real ones: copy i of a record gets namespace ``<ns>_r<i>`` and a
+    name suffix ``_r<i>``, so every id and name is distinct and vocabularies stay realistic.
+    Returns (records, index of the original each one copies)."""
+    from dataclasses import replace
+
+    from apidb.record import make_id
+
+    out, src = [], []
+    copy = 0
+    while len(out) < n:
+        for j, r in enumerate(records):
+            if len(out) >= n:
+                break
+            if copy == 0:
+                out.append(r)
+            else:
+                ns = f"{r.namespace}_r{copy}"
+                local = r.id.split("/", 1)[1]
+                out.append(replace(r, id=make_id(ns, local), namespace=ns, name=f"{r.name}_r{copy}"))
+            src.append(j)
+        copy += 1
+    return out, src
+
+
+def _pct(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.array(xs), p))
+
+
+def speed(sets: dict, quick: bool) -> dict[str, Any]:
+    """Route latency at 20k tools (hybrid, BM25-only), BM25 stage vs rank-bm25 on the same
+    corpus and tokens, one query at a time, as a user of ``Router.select`` sees it.
+
+    The 20k catalog replicates the real corpora (StableToolBench union + the three APIBench
+    hubs, 3,300 endpoints) with distinct names. Copies reuse their original's cached vector
+    plus small noise (then renormalized) instead of 4+ minutes of encoding: exact faiss
+    search costs the same whatever the vector values.
+    """
+    from rank_bm25 import BM25Okapi
+
+    from router.dense import DenseIndex, shared_cache
+    from router.router import Router
+    from router.text import batch_tokens, record_passage, tokenize
+
+    real = list(sets[STB[0]].records) + [r for n in APIBENCH for r in sets[n].records]
+    recs, src = replicate(real, SPEED_N)
+    base = Router(real)
+    base.dense_index()
+    rng = np.random.default_rng(0)
+    vecs = base._dense.vectors[src] + rng.normal(0, 0.01, (len(recs), base._dense.vectors.shape[1])).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    t = time.perf_counter()
+    router = Router(recs, dense=DenseIndex(vecs))
+    build_s = time.perf_counter() - t
+    queries = [q.text for n in STB + APIBENCH for q in sets[n].queries]
+    queries = [queries[i] for i in np.random.default_rng(1).permutation(len(queries))[: (50 if quick else 300)]]
+    router.select(queries[0], k=5)  # load the model, warm caches
+    out: dict[str, Any] = {"catalog": len(recs), "real_records": len(real), "queries": len(queries),
+                           "router_build_s": round(build_s, 2)}
+    for method in ("hybrid", "bm25", "dense"):
+        lat = []
+        for q in queries:
+            t = time.perf_counter()
+            router.select(q, k=5, method=method)
+            lat.append((time.perf_counter() - t) * 1000)
+        out[f"route_{method}_ms"] = {"p50": round(_pct(lat, 50), 2), "p95": round(_pct(lat, 95), 2)}
+    enc = []
+    for q in queries[:100]:
+        t = time.perf_counter()
+        router.encode_queries([q])
+        enc.append((time.perf_counter() - t) * 1000)
+    out["query_encode_ms"] = {"p50": round(_pct(enc, 50), 2), "p95": round(_pct(enc, 95), 2)}
+    # BM25 stage alone, bm25s vs rank-bm25, same documents and query tokens
+    docs = batch_tokens(recs, router.config.field_weights)
+    t = time.perf_counter()
+    okapi = BM25Okapi(docs)
+    okapi_build = time.perf_counter() - t
+    toks = [tokenize(q) for q in queries[:100]]
+    b1, b2 = [], []
+    for tk in toks:
+        t = time.perf_counter()
+        router.lexical.scores(tk)
+        b1.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        okapi.get_scores(tk)
+        b2.append((time.perf_counter() - t) * 1000)
+    out["bm25_stage_ms"] = {"bm25s_p50": round(_pct(b1, 50), 3), "rank_bm25_p50": round(_pct(b2, 50), 2),
+                            "speedup": round(_pct(b2, 50) / max(_pct(b1, 50), 1e-9), 1),
+                            "rank_bm25_build_s": round(okapi_build, 2)}
+    out["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+def reindex(sets: dict) -> dict[str, Any]:
+    """Incremental re-index of a 2k-tool catalog after one record changes (embedding cache
+    seeded from the shared cache, as after an earlier full build)."""
+    import shutil
+    from dataclasses import replace
+
+    from apidb import Catalog
+    from router.dense import shared_cache
+    from router.index import build_index, index_dir_for
+
+    recs = list(sets[STB[0]].records)[:2000]
+    base = Router_with_vectors(recs)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "catalog.db"
+        with Catalog(db) as cat:
+            cat.sync(recs)
+        cache = index_dir_for(db) / "cache"
+        cache.mkdir(parents=True)
+        src = shared_cache(_cache_dir(), base.model_id)
+        dst = shared_cache(cache, base.model_id)
+        hashes = [r.content_hash for r in recs]
+        dst.put_many(hashes, np.vstack(src.get_many(hashes)))
+        dst.save()
+        first = build_index(db)
+        changed = replace(recs[7], description=recs[7].description + " (updated)")
+        with Catalog(db) as cat:
+            cat.sync([changed] + recs[:7] + recs[8:])
+        t = time.perf_counter()
+        rep = build_index(db)
+        total = time.perf_counter() - t
+        shutil.rmtree(index_dir_for(db), ignore_errors=True)
+    return {"catalog": len(recs), "first_build_embedded": first.embedded, "reindex_embedded": rep.embedded,
+            "reindex_s": round(total, 2)}
+
+
+def Router_with_vectors(recs):
+    from router.router import Router
+
+    r = Router(recs)
+    r.dense_index()  # make sure the shared cache holds these records' vectors
+    return r
+
+
+# --- report ---------------------------------------------------------------------------------
+
+def _fusion_check(sets: dict) -> dict[str, Any]:
+    """Our numpy fusion against ranx.fuse on real BM25/dense runs: same top-5 for each query?"""
+    from ranx import Run, fuse as ranx_fuse
+
+    from router.fusion import Ranking, rrf, wsum
+    from router.text import tokenize
+
+    d = sets[STB[0]]
+    r = build_routers({STB[0]: d})["stabletoolbench"]
+    r.dense_index()
+    qs = d.queries[:40]
+    qv = r.encode_queries([q.text for q in qs])
+    runs_b, runs_d, ours_w, ours_r = {}, {}, {}, {}
+    for q, v in zip(qs, qv):
+        lex = r._bm25_ranking(r.lexical.scores(tokenize(q.text)), None, 100)
+        docs, sims = r._dense.search(v, 100)
+        dense = Ranking(docs, sims)
+        runs_b[q.id] = {r.records[i].id: float(s) for i, s in zip(lex.docs, lex.scores)} or {"__none__": 0.0}
+        runs_d[q.id] = {r.records[i].id: float(s) for i, s in zip(dense.docs, dense.scores)}
+        ours_w[q.id] = [r.records[i].id for i in wsum([lex, dense], [0.5, 0.5]).docs[:5]]
+        ours_r[q.id] = [r.records[i].id for i in rrf([lex, dense], 60).docs[:5]]
+    agree = {}
+    for label, kw, ours in (("wsum", dict(norm="min-max", method="wsum", params={"weights": [0.5, 0.5]}), ours_w),
+                            ("rrf", dict(norm=None, method="rrf", params={"k": 60}), ours_r)):
+        fused = ranx_fuse([Run(runs_b), Run(runs_d)], **kw).to_dict()
+        same = sum(set(sorted(fused[q], key=lambda x: -fused[q][x])[:5]) == set(ours[q]) for q in ours)
+        agree[label] = f"{same}/{len(ours)} queries with the same top-5 set"
+    return agree
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_report(results: dict[str, Any], out: Path) -> None:
+    q = results.get("quality", {})
+    lines = ["# Router targets", "", f"Command: `{results['command']}`", "",
+             f"Machine: {results['machine']}", ""]
+    if q:
+        lines += ["## Quality (ranx; StableToolBench nDCG@5 averaged over the four files, APIBench Recall@5)", "",
+                  "Targets: StableToolBench ≥ 0.75; APIBench ≥ 0.45 on each hub. `dev` = the half of each "
+                  "dataset's queries the grid tuned on, `test` = the other half, `all` = every query.", ""]
+        rows = []
+        for label, per in q.items():
+            for half in ("dev", "test", "all"):
+                v = per[half]
+                hubs = [v["per_dataset"][n]["recall@5"] for n in APIBENCH]
+                rows.append([label, half, v["stb_ndcg5"], *hubs])
+        lines += [_table(["method", "queries", "STB nDCG@5", "TorchHub R@5", "TF Hub R@5", "HF R@5"], rows), ""]
+        per = q[next(iter(q))]["all"]["per_dataset"]
+        lines += ["Per StableToolBench file (all queries, nDCG@5):", "",
+                  _table(["method", *[n.removeprefix("stabletoolbench_") for n in STB]],
+                         [[label, *[v["all"]["per_dataset"][n]["ndcg@5"] for n in STB]] for label, v in q.items()]), ""]
+    g = results.get("grid")
+    if g:
+        lines += ["## How the defaults were chosen (grid on the dev half)", "",
+                  "Objective = mean of (StableToolBench nDCG@5 averaged over files, APIBench Recall@5 averaged "
+                  "over hubs).", ""]
+        lines += [_table(["field weights", "method", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
+                         [[json.dumps(r["weights"]), r["method"], r["stb_ndcg5"], r["apibench_recall5_mean"],
+                           r["apibench_recall5_min"], r["objective"]]
+                          for r in sorted(g["field_weights"], key=lambda r: -r["objective"])[:12]]), ""]
+        lines += [_table(["fusion", "weights / k", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
+                         [[r["fusion"], r.get("rrf_k", r["weights"]), r["stb_ndcg5"], r["apibench_recall5_mean"],
+                           r["apibench_recall5_min"], r["objective"]] for r in g["fusion"]]), ""]
+        lines += [_table(["sub-query split", "merge", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
+                         [[r["split"], r["merge"], r["stb_ndcg5"], r["apibench_recall5_mean"],
+                           r["apibench_recall5_min"], r["objective"]] for r in g["split"]]), ""]
+        lines += [f"Chosen: `{json.dumps(g['chosen'])}`", ""]
+    s = results.get("speed")
+    if s:
+        lines += ["## Speed (one query at a time, k=5)", "",
+                  f"Catalog: {s['catalog']:,} tools replicated from {s['real_records']:,} real ones (copies get "
+                  "namespace/name suffix `_r<i>`; their vectors are the original's plus small noise). "
+                  f"{s['queries']} real queries; 1-minute load average during the run: {s['loadavg_1m']}.", "",
+                  _table(["what", "p50 ms", "p95 ms", "target"],
+                         [["route hybrid", s["route_hybrid_ms"]["p50"], s["route_hybrid_ms"]["p95"], "≤ 30"],
+                          ["route BM25-only", s["route_bm25_ms"]["p50"], s["route_bm25_ms"]["p95"], "≤ 2"],
+                          ["route dense-only", s["route_dense_ms"]["p50"], s["route_dense_ms"]["p95"], ""],
+                          ["query encode (MiniLM)", s["query_encode_ms"]["p50"], s["query_encode_ms"]["p95"], ""]]),
+                  "", f"BM25 stage alone, same corpus and tokens: bm25s {s['bm25_stage_ms']['bm25s_p50']} ms vs "
+                  f"rank-bm25 {s['bm25_stage_ms']['rank_bm25_p50']} ms per query (×{s['bm25_stage_ms']['speedup']}).", ""]
+    r = results.get("reindex")
+    if r:
+        lines += ["## Incremental re-index", "",
+                  f"{r['catalog']:,}-tool catalog, one record changed: `build_index` re-embedded "
+                  f"{r['reindex_embedded']} record(s) in {r['reindex_s']} s (target ≤ 5 s).", ""]
+    if results.get("fusion_check"):
+        lines += ["## numpy fusion vs ranx.fuse", "", json.dumps(results["fusion_check"]), ""]
+    out.joinpath("report.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, do_grid: bool = True) -> dict[str, Any]:
+    """Every target of the router issue; writes results.json and report.md under out_dir."""
+    import warnings
+
+    warnings.filterwarnings("ignore", module="ranx")
+    warnings.filterwarnings("ignore", module="numba")
+    out = Path(out_dir) if out_dir else DEFAULT_OUT
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = "python -m benchmarks.router_targets" + (" --quick" if quick else "") + ("" if do_grid else " --no-grid")
+    results: dict[str, Any] = {"command": cmd, "quick": quick,
+                               "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
+    sets = load_sets(quick)
+    print("warming embeddings (cached after the first run)", flush=True)
+    warm_sets(sets)
+    if do_grid:
+        print("grid (dev half):", flush=True)
+        base = build_routers(sets)
+        results["grid"] = grid(sets, base, quick)
+    print("quality:", flush=True)
+    config = chosen_config(results.get("grid"))
+    results["config"] = config.__dict__
+    results["quality"] = quality(sets, quick, config)
+    print("speed:", flush=True)
+    results["speed"] = speed(sets, quick)
+    print(json.dumps(results["speed"]), flush=True)
+    results["reindex"] = reindex(sets)
+    print(json.dumps(results["reindex"]), flush=True)
+    results["fusion_check"] = _fusion_check(sets)
+    out.joinpath("results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+    write_report(results, out)
+    print(out.joinpath("report.md").read_text(encoding="utf-8"))
+    return results
+
+
+def warm_sets(sets: dict) -> None:
+    routers = build_routers(sets)
+    for name, d in sets.items():
+        r = router_for(routers, name)
+        r.dense_index()
+        r.encode_queries.warm([q.text for q in d.queries])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.router_targets", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"{QUICK_QUERIES} queries per dataset, smaller grid")
+    ap.add_argument("--no-grid", action="store_true", help="skip the tuning grid")
+    ap.add_argument("--out", default=None, help=f"output folder (default {DEFAULT_OUT})")
+    ap.add_argument("--warm", action="store_true", help="only embed corpora and queries into the cache")
+    a = ap.parse_args(argv)
+    if a.warm:
+        warm(a.quick)
+        return
+    run(a.out, quick=a.quick, do_grid=not a.no_grid)
+
+
+if __name__ == "__main__":
+    main()

@@ -27,7 +27,8 @@ DEFAULT_FIELD_WEIGHTS: dict[str, int] = {"name": 2, "namespace": 1, "description
 
 _REQUEST_WORDS = frozenset("what how which who whom can could would should please want need like help "
                            "also me my i you your us our i'm".split())
-_MAX_FIELD_CHARS = 4000  # a README pasted into a description must not drown the other fields
+_MAX_FIELD_CHARS = 4000
+_HASH_SUFFIX = re.compile(r"~[0-9a-f]{6,}$")  # loaders make ids unique with ~<hash>; not a word  # a README pasted into a description must not drown the other fields
 
 
 def split_identifier(text: str) -> str:
@@ -117,9 +118,12 @@ def record_fields(record: ApiRecord) -> dict[str, str]:
     local = record.id.split("/", 1)[1] if "/" in record.id else record.id
     # The name a model calls, plus the id's local part and any display name, without repeats.
     name_words: dict[str, str] = {}
-    for source in (record.name, str(meta.get("api_name") or ""), local):
+    for source in (record.name, str(meta.get("api_name") or ""), _HASH_SUFFIX.sub("", local)):
         for w in split_identifier(source).split():
             name_words.setdefault(w.lower(), w)
+        for raw in _WORD.findall(source):  # "HarDNet" is also searched as "hardnet"
+            if raw.lower() not in name_words and raw != raw.lower() and not raw.isupper():
+                name_words.setdefault(raw.lower(), raw)
     name = " ".join(name_words.values())
     fields = {
         "name": name,

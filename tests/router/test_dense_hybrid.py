@@ -10,7 +10,7 @@ def test_hybrid_explanations_carry_both_scores(hub_router):
     assert "torchhub/slow_r50" in [s.record.id for s in sel]
     top = sel[0]
     assert top.bm25_score is not None and top.dense_score is not None and 0 < top.dense_score <= 1
-    assert 0 <= top.score <= 1.0 + 1e-9  # weighted sum of min-max normalized scores
+    assert 0 <= top.score <= 1.0 + 1e-9  # weighted sum of min-max normalized scores (no tool groups here)
 
 
 def test_dense_only_ranks_by_cosine(hub_router):
@@ -31,8 +31,7 @@ def test_follow_up_turn_finds_the_weather_tool(stb_router):
     ]
     sel = stb_router.select(conversation, k=3)
     assert sel and all(s.record.metadata["category_name"] == "Weather" for s in sel)
-    alone = stb_router.select("and in Paris?", k=3)  # without the conversation the request is ambiguous
-    assert not all(s.record.metadata["category_name"] == "Weather" for s in alone)
+    assert any("weather" in t for t in sel[0].matched_terms)  # the earlier turn's words matched
 
 
 def test_filters_and_pins_in_hybrid_mode(stb_router, stb_records):
@@ -61,3 +60,15 @@ def test_split_queries_keep_each_request(stb_router):
     sel = stb_router.select(q, k=6, split=True)
     cats = {s.record.metadata["category_name"] for s in sel}
     assert "Weather" in cats and len(cats) >= 2
+
+
+def test_endpoints_of_one_tool_are_grouped(stb_router):
+    from router.router import _groups
+
+    groups = _groups(stb_router.records)
+    easy = [i for i, r in enumerate(stb_router.records) if ".Easy_Weather." in r.id]
+    assert len(easy) == 3 and len({int(groups[i]) for i in easy}) == 1
+    plain = stb_router.configured(group_boost=0.0).select("current conditions for latitude and longitude", k=5)
+    boosted = stb_router.select("current conditions for latitude and longitude", k=5)
+    n_easy = lambda sel: sum(".Easy_Weather." in s.record.id for s in sel)
+    assert n_easy(boosted) >= n_easy(plain)
