@@ -53,7 +53,8 @@ def write_report(results: dict[str, Any], out: Path, plots: bool = True) -> None
     if results.get("datasets_missing"):
         parts.append("Datasets whose files are missing: " + ", ".join(results["datasets_missing"]))
     parts += ["", "Methods: " + "; ".join(f"`{k}` = {v}" for k, v in results["methods"].items()), "",
-              "Latency is per query (p50/p95 over the evaluated queries, after one warm-up query). Build time and "
+              "Latency is per query (p50/p95 over the evaluated queries, after one warm-up query; "
+              f"torch threads: {results.get('torch_threads', 'default (2)')}). Build time and "
               "peak memory are for building the method's index over the corpus (router rows share one build; "
               "dense embeddings come from the router's embedding cache when warm). Peak heap is tracemalloc "
               "(Python and numpy allocations; torch and faiss internals are not traced). Tokens: cl100k tokens of "

@@ -24,7 +24,7 @@ import numpy as np
 
 from .datasets import DATASETS, Dataset, DatasetError, Query, available, load_dataset
 from .methods import (DEFAULT_METHODS, METHODS, MethodError, MethodSpec, Oracle, RankBM25, RouterSearch,
-                      build_router, default_fusion, router_class)
+                      build_router, default_fusion, one_torch_thread, router_class)
 
 K_MAX = 20  # depth of every run: the Recall@k curves go to 20
 METRICS = ["recall@1", "recall@5", "recall@10", "ndcg@5", "ndcg@10", "mrr"]
@@ -222,19 +222,21 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
             raise DatasetError(f"unknown dataset {n!r} (choose from: {', '.join(DATASETS)})")
     specs, skipped = resolve_methods(methods)
     max_q = max_queries if max_queries is not None else (QUICK_QUERIES if quick else None)
+    need_dense = any(s.kind == "router" and s.select.get("method") != "bm25" for s in specs)
     results: dict[str, Any] = {
         "command": command or "python -m benchmarks.retrieval " + " ".join(map(shlex.quote, sys.argv[1:])),
         "versions": versions(), "quick": quick, "max_queries": max_q, "k_max": K_MAX,
         "metrics": METRICS, "domain_metrics": DOMAIN_METRICS, "default_fusion": default_fusion(),
         "methods": {s.name: s.label for s in specs}, "methods_skipped": skipped, "datasets": {},
+        "torch_threads": 1 if need_dense else None,
         "datasets_missing": [n for n in names if not available(n)],
     }
-    need_dense = any(s.kind == "router" and s.select.get("method") != "bm25" for s in specs)
     builds = _Builds(need_dense)
     if need_dense:
         from router.dense import load_model
 
         load_model()  # once per process (~8 s of imports): not part of any index's build time
+        one_torch_thread()
     for n in names:
         if n in results["datasets_missing"]:
             continue

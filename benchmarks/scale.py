@@ -31,7 +31,7 @@ import numpy as np
 from apidb.record import ApiRecord, make_id
 
 from .datasets import load_dataset
-from .methods import RankBM25
+from .methods import RankBM25, one_torch_thread
 from .retrieval import _loadavg, sample, versions
 
 # Real catalogs of real tools (Seal-Tools' LLM-generated tools are left out of the base)
@@ -179,6 +179,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int]
     base, queries = base_catalog(QUICK_BASE if quick else BASE_DATASETS)
     queries = sorted(queries, key=lambda q: hashlib.sha1(q.encode()).hexdigest())[:QUICK_QUERIES if quick else N_QUERIES]
     load_model()
+    one_torch_thread()
     t0 = time.perf_counter()
     bvecs = base_vectors(base)
     results: dict[str, Any] = {
@@ -223,7 +224,7 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
             load_line(results), "",
             f"Base catalog: {results['base_records']} real records from {', '.join(results['base_datasets'])}; "
             f"{results['n_queries']} real queries (rank-bm25: the first {RANK_BM25_QUERIES}), k=5, one query at a "
-            "time, after a warm-up query.", "", results["how"], "",
+            "time, after a warm-up query; queries encoded with one torch thread (see benchmarks/methods.py).", "", results["how"], "",
             "Build times are measured with tracemalloc on (it slows Python-heavy builds). Peak heap: tracemalloc "
             "peak during the build (dense adds the vectors faiss copies); max RSS: the process high-water mark "
             "so far.", "",
