@@ -25,6 +25,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see router/dense.py
 
 STB = [f"stabletoolbench_{g}" for g in ("G1_instruction", "G1_category", "G1_tool", "G2_instruction")]
 APIBENCH = [f"apibench_{h}" for h in ("torchhub", "tensorflowhub", "huggingface")]
@@ -248,7 +249,7 @@ def quality(sets: dict, quick: bool, config=None) -> dict[str, Any]:
     methods = {"rank_bm25 (plain)": ({c: _Plain(rb) for c, rb in plain.items()}, {}),
                "router bm25": (routers, {"method": "bm25"}),
                "router dense (plain MiniLM)": (routers, {"method": "dense"}),
-               "router hybrid (default)": (routers, {"method": "hybrid"})}
+               "router hybrid": (routers, {"method": "hybrid"})}
     for label, (rs, sel) in methods.items():
         per = {h: evaluate(sets, rs, sel, half=h) for h in ("dev", "test")}
         per["all"] = evaluate(sets, rs, sel)

@@ -112,7 +112,7 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     missing = sum(v is None for v in cache.get_many(hashes))
     if on_start:
         on_start(missing)
-    vecs, embedded = embed_with_cache(embedder, cache, hashes, [rtext.record_passage(r) for r in records],
+    vecs, embedded = embed_with_cache(embedder, cache, hashes, lambda i: rtext.record_passage(records[i]),
                                       on_batch=on_batch)
 
     idir.mkdir(parents=True, exist_ok=True)

@@ -165,7 +165,7 @@ class Router:
         if self._dense is None and self._dense_enabled:
             cache = shared_cache(self._cache_dir, self.model_id)
             vecs, _ = embed_with_cache(self.embedder, cache, [r.content_hash for r in self.records],
-                                       [rtext.record_passage(r) for r in self.records])
+                                       lambda i: rtext.record_passage(self.records[i]))
             self._dense = DenseIndex(vecs)
         return self._dense
 

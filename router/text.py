@@ -162,5 +162,21 @@ def record_passage(record: ApiRecord) -> str:
     return " ".join(p for p in parts if p)
 
 
+_TOKENS: dict[tuple[str, tuple], list[str]] = {}
+_TOKENS_MAX = 200_000
+
+
 def batch_tokens(records: Iterable[ApiRecord], weights: dict[str, int] | None = None) -> list[list[str]]:
-    return [record_tokens(r, weights) for r in records]
+    """Tokens of many records, memoized by (content hash, weights): routers rebuilt for
+    overlapping tool lists (the middleware's case) tokenize each tool once."""
+    key_w = tuple(sorted((weights or DEFAULT_FIELD_WEIGHTS).items()))
+    out = []
+    for r in records:
+        key = (r.content_hash, key_w)
+        toks = _TOKENS.get(key)
+        if toks is None:
+            if len(_TOKENS) >= _TOKENS_MAX:
+                _TOKENS.clear()
+            toks = _TOKENS[key] = record_tokens(r, weights)
+        out.append(toks)
+    return out
