@@ -513,20 +513,28 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, do_g
     results: dict[str, Any] = {"command": cmd, "quick": quick,
                                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
     sets = load_sets(quick)
+
+    def save() -> None:  # after every stage, so a crash late in the run keeps the early figures
+        out.joinpath("results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
+
     print("warming embeddings (cached after the first run)", flush=True)
     warm_sets(sets)
     if do_grid:
         print("grid (dev half):", flush=True)
         base = build_routers(sets)
         results["grid"] = grid(sets, base, quick)
+        save()
     print("quality:", flush=True)
     config = chosen_config(results.get("grid"))
     results["config"] = config.__dict__
     results["quality"] = quality(sets, quick, config)
+    save()
     print("speed:", flush=True)
     results["speed"] = speed(sets, quick)
+    save()
     print(json.dumps(results["speed"]), flush=True)
     results["reindex"] = reindex(sets)
+    save()
     print(json.dumps(results["reindex"]), flush=True)
     results["fusion_check"] = _fusion_check(sets)
     out.joinpath("results.json").write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")

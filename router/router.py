@@ -7,6 +7,7 @@ to it; ``Router.from_records(records)`` builds an in-memory router for an ad-hoc
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Collection, Iterable, Sequence
@@ -75,6 +76,7 @@ def default_cache_dir() -> Path:
 
 
 _GROUP_KEYS = ("tool_name", "tool", "server")
+_DENSE_BUILD = threading.RLock()
 
 
 def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
@@ -163,11 +165,16 @@ class Router:
     def dense_index(self) -> DenseIndex | None:
         """The dense index, built from cached/new embeddings on first use (None if disabled)."""
         if self._dense is None and self._dense_enabled:
-            cache = shared_cache(self._cache_dir, self.model_id)
-            vecs, _ = embed_with_cache(self.embedder, cache, [r.content_hash for r in self.records],
-                                       lambda i: rtext.record_passage(self.records[i]))
-            self._dense = DenseIndex(vecs)
+            with _DENSE_BUILD:  # concurrent first requests build it once
+                if self._dense is None:
+                    self._dense = self._build_dense()
         return self._dense
+
+    def _build_dense(self) -> DenseIndex:
+        cache = shared_cache(self._cache_dir, self.model_id)
+        vecs, _ = embed_with_cache(self.embedder, cache, [r.content_hash for r in self.records],
+                                   lambda i: rtext.record_passage(self.records[i]))
+        return DenseIndex(vecs)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Query vectors (one batch call). Benchmarks replace this with a cached version."""

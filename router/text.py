@@ -22,7 +22,7 @@ TAG_KEYS = ("domain", "domains", "functionality", "category", "category_name", "
             "tool_description", "tags", "framework", "server", "title", "summary")
 
 # Chosen by the grid in benchmarks/router_targets.py on StableToolBench + APIBench (see its report).
-DEFAULT_FIELD_WEIGHTS: dict[str, int] = {"name": 2, "namespace": 1, "description": 1, "params": 1,
+DEFAULT_FIELD_WEIGHTS: dict[str, int] = {"name": 3, "namespace": 1, "description": 1, "params": 1,
                                          "tags": 1, "call": 1}
 
 _REQUEST_WORDS = frozenset("what how which who whom can could would should please want need like help "
