@@ -225,7 +225,11 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
             f"Base catalog: {results['base_records']} real records from {', '.join(results['base_datasets'])}; "
             f"{results['n_queries']} real queries (rank-bm25: the first {RANK_BM25_QUERIES}), k=5, one query at a "
             "time, after a warm-up query; queries encoded with one torch thread (see benchmarks/methods.py).", "", results["how"], "",
-            "Build times are measured with tracemalloc on (it slows Python-heavy builds). Peak heap: tracemalloc "
+            "Build times are measured with tracemalloc on (it slows Python-heavy builds). The dense build is the "
+            "faiss index over vectors already computed (replicas reuse their base record's vector); encoding is "
+            f"not in it: the {results['base_records']} base vectors took {results['base_embedding_seconds']:.1f} s "
+            "from the router's embedding cache, and a cold encode runs at ~70 docs/s here "
+            "(../shared/notes/embedding.md), i.e. ~24 min for 100k texts. Hybrid build = BM25 + dense. Peak heap: tracemalloc "
             "peak during the build (dense adds the vectors faiss copies); max RSS: the process high-water mark "
             "so far.", "",
             md_table(["tools", "method", "p50 ms", "p95 ms", "build s", "peak heap MB", "max RSS MB"], rows), ""]
