@@ -471,9 +471,11 @@ def write_report(results: dict[str, Any], out: Path) -> None:
                          [[json.dumps(r["weights"]), r["method"], r["stb_ndcg5"], r["apibench_recall5_mean"],
                            r["apibench_recall5_min"], r["objective"]]
                           for r in sorted(g["field_weights"], key=lambda r: -r["objective"])[:12]]), ""]
-        lines += [_table(["fusion", "weights / k", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
-                         [[r["fusion"], r.get("rrf_k", r["weights"]), r["stb_ndcg5"], r["apibench_recall5_mean"],
-                           r["apibench_recall5_min"], r["objective"]] for r in g["fusion"]]), ""]
+        lines += [_table(["fusion", "weights (bm25, dense) / RRF k", "group boost", "STB nDCG@5",
+                          "APIBench R@5 mean", "min hub", "objective"],
+                         [[r["fusion"], r.get("rrf_k", r["weights"]), r.get("group_boost", ""), r["stb_ndcg5"],
+                           r["apibench_recall5_mean"], r["apibench_recall5_min"], r["objective"]]
+                          for r in g["fusion"]]), ""]
         lines += [_table(["sub-query split", "merge", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
                          [[r["split"], r["merge"], r["stb_ndcg5"], r["apibench_recall5_mean"],
                            r["apibench_recall5_min"], r["objective"]] for r in g["split"]]), ""]
@@ -557,7 +559,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-grid", action="store_true", help="skip the tuning grid")
     ap.add_argument("--out", default=None, help=f"output folder (default {DEFAULT_OUT})")
     ap.add_argument("--warm", action="store_true", help="only embed corpora and queries into the cache")
+    ap.add_argument("--render", action="store_true", help="only rewrite report.md from OUT/results.json")
     a = ap.parse_args(argv)
+    if a.render:
+        out = Path(a.out) if a.out else DEFAULT_OUT
+        write_report(json.loads(out.joinpath("results.json").read_text(encoding="utf-8")), out)
+        return
     if a.warm:
         warm(a.quick)
         return

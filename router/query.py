@@ -6,7 +6,6 @@ question still retrieves the weather tool.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterable
 

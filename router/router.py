@@ -29,8 +29,14 @@ METHODS = ("hybrid", "bm25", "dense")
 
 @dataclass(frozen=True)
 class RouterConfig:
-    """Retrieval settings. Defaults were chosen on data by benchmarks/router_targets.py:
-    the report printed there lists the grid and the figures each setting reached."""
+    """Retrieval settings. Defaults were chosen on data by benchmarks/router_targets.py, on the
+    dev half of the queries of StableToolBench (4 files, 2,231-endpoint corpus) and APIBench
+    (3 hubs); objective = mean(STB nDCG@5, APIBench Recall@5). Grid: field weights name {1,2,3}
+    x tags {1,2} x params {0,1} (BM25, best three re-scored hybrid); then wsum bm25 weight
+    {0.4,0.5,0.6} x group_boost {0,1,2} and RRF k {30,60}; then sub-query splitting on/off.
+    Chosen (dev objective 0.619): name 3, wsum 0.5/0.5, group_boost 1, no split. RRF scored
+    0.600, splitting 0.559 (it pulls in weak tools for fragments). Full tables:
+    benchmarks/results/router_targets/report.md."""
 
     field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
     fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
