@@ -35,7 +35,8 @@ class RouterConfig:
     x tags {1,2} x params {0,1} (BM25, best three re-scored hybrid); then wsum bm25 weight
     {0.4,0.5,0.6} x group_boost {0,1,2} and RRF k {30,60}; then sub-query splitting on/off.
     Chosen (dev objective 0.619): name 3, wsum 0.5/0.5, group_boost 1, no split. RRF scored
-    0.600, splitting 0.559 (it pulls in weak tools for fragments). Full tables:
+    0.600, splitting 0.559 (it pulls in weak tools for fragments). Counting each query term
+    once was compared last (see the report's last grid table). Full tables:
     benchmarks/results/router_targets/report.md."""
 
     field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
@@ -49,6 +50,9 @@ class RouterConfig:
     # tools of the same group (endpoints of one API: metadata tool_name / tool / server).
     # Endpoints of one API tend to be needed together (ToolBench gold sets); measured in the grid.
     group_boost: float = 1.0
+    # Count each query word once: long, chatty requests repeat words ("weather ... weather")
+    # that say little about which tool is wanted. Measured in the grid's last stage.
+    unique_query_terms: bool = True
 
 
 @dataclass(frozen=True)
@@ -289,7 +293,8 @@ class Router:
               split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None]:
         parts = split_query(query) if split else [query]
         texts = [query] + (parts if len(parts) > 1 else [])
-        bm25s_ = [self.lexical.scores(rtext.tokenize(t)) for t in texts]
+        tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
+        bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
         qvecs = None
         if method != "bm25":
             qvecs = self.encode_queries(texts)
