@@ -202,8 +202,17 @@ def grid(sets: dict, base_routers: dict, quick: bool) -> dict[str, Any]:
         log["split"].append({"split": split, "merge": merge, **obj})
         print(f"  split={split} merge={merge}: {obj['objective']:.4f}", flush=True)
     best_split = max(log["split"], key=lambda r: r["objective"])
+    log["unique_terms"] = []
+    for uniq in (False, True):
+        rs = {c: r.configured(**best_f, split=best_split["split"], split_merge=best_split["merge"],
+                              unique_query_terms=uniq) for c, r in routers.items()}
+        obj = objective(evaluate(sets, rs, {"method": "hybrid"}, half="dev"))
+        log["unique_terms"].append({"unique_query_terms": uniq, **obj})
+        print(f"  unique_query_terms={uniq}: {obj['objective']:.4f}", flush=True)
+    best_u = max(log["unique_terms"], key=lambda r: r["objective"])
     log["chosen"] = {"field_weights": best_w, **{k: list(v) if isinstance(v, tuple) else v for k, v in best_f.items()},
-                     "split": best_split["split"], "split_merge": best_split["merge"]}
+                     "split": best_split["split"], "split_merge": best_split["merge"],
+                     "unique_query_terms": best_u["unique_query_terms"]}
     return log
 
 
@@ -479,6 +488,10 @@ def write_report(results: dict[str, Any], out: Path) -> None:
         lines += [_table(["sub-query split", "merge", "STB nDCG@5", "APIBench R@5 mean", "min hub", "objective"],
                          [[r["split"], r["merge"], r["stb_ndcg5"], r["apibench_recall5_mean"],
                            r["apibench_recall5_min"], r["objective"]] for r in g["split"]]), ""]
+        if g.get("unique_terms"):
+            lines += [_table(["count each query term once", "STB nDCG@5", "APIBench R@5 mean", "min hub",
+                              "objective"], [[r["unique_query_terms"], r["stb_ndcg5"], r["apibench_recall5_mean"],
+                                              r["apibench_recall5_min"], r["objective"]] for r in g["unique_terms"]]), ""]
         lines += [f"Chosen: `{json.dumps(g['chosen'])}`", ""]
     s = results.get("speed")
     if s:
