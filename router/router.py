@@ -34,10 +34,9 @@ class RouterConfig:
     (3 hubs); objective = mean(STB nDCG@5, APIBench Recall@5). Grid: field weights name {1,2,3}
     x tags {1,2} x params {0,1} (BM25, best three re-scored hybrid); then wsum bm25 weight
     {0.4,0.5,0.6} x group_boost {0,1,2} and RRF k {30,60}; then sub-query splitting on/off.
-    Chosen (dev objective 0.619): name 3, wsum 0.5/0.5, group_boost 1, no split. RRF scored
-    0.600, splitting 0.559 (it pulls in weak tools for fragments). Counting each query term
-    once was compared last (see the report's last grid table). Full tables:
-    benchmarks/results/router_targets/report.md."""
+    Chosen (dev objective 0.622): name 3, wsum 0.5/0.5, group_boost 2 (0: 0.611), no split,
+    each query term counted once (0.618 without). RRF scored 0.595-0.605, splitting ~0.56 (it
+    pulls in weak tools for fragments). Full tables: benchmarks/results/router_targets/report.md."""
 
     field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
     fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
@@ -49,7 +48,7 @@ class RouterConfig:
     # Hybrid only: each tool's fused score gains group_boost x the best fused score among
     # tools of the same group (endpoints of one API: metadata tool_name / tool / server).
     # Endpoints of one API tend to be needed together (ToolBench gold sets); measured in the grid.
-    group_boost: float = 1.0
+    group_boost: float = 2.0
     # Count each query word once: long, chatty requests repeat words ("weather ... weather")
     # that say little about which tool is wanted. Measured in the grid's last stage.
     unique_query_terms: bool = True
