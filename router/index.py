@@ -163,7 +163,8 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
         raise RouterError(f"the index at {idir} was built with model {model_id!r}, not {model!r}; "
                           f"run `toolsift index --db {db} --model {model}` or omit --model")
     bdir = idir / manifest["build"]
-    fresh = manifest.get("digest") == _digest(records) and manifest.get("field_weights") == weights
+    same_records = manifest.get("digest") == _digest(records)
+    fresh = same_records and manifest.get("field_weights") == weights
     lexical = None
     if fresh:
         try:
@@ -173,13 +174,16 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
         except RouterError as exc:
             warnings.append(f"{exc}; BM25 rebuilt in memory ({rebuild.replace('build', 'rebuild')})")
             lexical = None
-    else:
+    elif not same_records:
         warnings.append(f"the catalog changed since the index was built (generation "
                         f"{manifest.get('generation')} → {generation}); using cached vectors where possible "
                         f"(run `toolsift index --db {db}` to refresh)")
+    else:
+        warnings.append(f"the index was built with other BM25 field weights; BM25 rebuilt in memory "
+                        f"(run `toolsift index --db {db}` to refresh)")
     if lexical is None:
         lexical = LexicalIndex.build(rtext.batch_tokens(records, weights))
-    dense = _load_dense(bdir, idir, records, model_id, fresh, warnings, rebuild)
+    dense = _load_dense(bdir, idir, records, model_id, same_records, warnings, rebuild)
     return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings)
 
 

@@ -89,3 +89,12 @@ def test_no_index_means_bm25_in_memory(gorilla_db):
     assert any("no index" in w and "toolsift index --db" in w for w in router.warnings)
     assert len(router) == 1069
     assert router.select("translate english to german", k=3)[0].dense_score is None
+
+
+def test_index_with_other_field_weights_keeps_dense(hub_db):
+    build_index(hub_db, field_weights={"name": 1, "description": 1})
+    router = Router.open(hub_db)
+    assert len(router.warnings) == 1 and "other BM25 field weights" in router.warnings[0]
+    assert router.select("object detection", k=1)[0].dense_score is not None
+    assert build_index(hub_db).up_to_date is False  # a plain rebuild restores the defaults
+    assert Router.open(hub_db).warnings == []
