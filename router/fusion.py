@@ -44,7 +44,8 @@ def _combine(parts: list[tuple[np.ndarray, np.ndarray]]) -> Ranking:
 
 
 def min_max(scores: np.ndarray) -> np.ndarray:
-    """ranx's min-max norm: (s - min) / (max - min); all-equal scores all become 1 (ranx: 0 divides to nan → we keep them)."""
+    """Min-max norm, (s - min) / (max - min); when all scores are equal (e.g. one BM25 hit)
+    they all become 1, so a lone match still counts in the fusion."""
     if len(scores) == 0:
         return scores.astype(np.float64)
     lo, hi = float(scores.min()), float(scores.max())
