@@ -378,6 +378,7 @@ def reindex(sets: dict) -> dict[str, Any]:
 
     from apidb import Catalog
     from router.dense import shared_cache
+    from router import text as rtext
     from router.index import build_index, index_dir_for
 
     recs = list(sets[STB[0]].records)[:2000]
@@ -390,7 +391,7 @@ def reindex(sets: dict) -> dict[str, Any]:
         cache.mkdir(parents=True)
         src = shared_cache(_cache_dir(), base.model_id)
         dst = shared_cache(cache, base.model_id)
-        hashes = [r.content_hash for r in recs]
+        hashes = [rtext.embedding_key(r) for r in recs]
         dst.put_many(hashes, np.vstack(src.get_many(hashes)))
         dst.save()
         first = build_index(db)

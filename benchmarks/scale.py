@@ -102,7 +102,7 @@ def base_vectors(base: list[ApiRecord]) -> np.ndarray:
 
     emb = Embedder()
     vecs, _ = embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id),
-                               [r.content_hash for r in base], [rtext.record_passage(r) for r in base])
+                               [rtext.embedding_key(r) for r in base], [rtext.record_passage(r) for r in base])
     return vecs
 
 

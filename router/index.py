@@ -42,7 +42,7 @@ def index_dir_for(db_path: str | os.PathLike[str]) -> Path:
 def _digest(records: list[ApiRecord]) -> str:
     h = hashlib.sha256()
     for r in records:
-        h.update(f"{r.id}\0{r.content_hash}\n".encode())
+        h.update(f"{r.id}\0{r.content_hash}\0{rtext.embedding_key(r)}\n".encode())
     return h.hexdigest()
 
 
@@ -108,7 +108,7 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
 
     embedder = Embedder(model_id)
     cache = shared_cache(idir / "cache", model_id)
-    hashes = [r.content_hash for r in records]
+    hashes = [rtext.embedding_key(r) for r in records]
     missing = sum(v is None for v in cache.get_many(hashes))
     if on_start:
         on_start(missing)
@@ -197,7 +197,7 @@ def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str,
     else:
         reason = "the dense index is stale"
     cache = shared_cache(idir / "cache", model_id)
-    vecs = cache.get_many(r.content_hash for r in records)
+    vecs = cache.get_many(rtext.embedding_key(r) for r in records)
     if all(v is not None for v in vecs):
         import numpy as np
 

@@ -181,7 +181,7 @@ class Router:
 
     def _build_dense(self) -> DenseIndex:
         cache = shared_cache(self._cache_dir, self.model_id)
-        vecs, _ = embed_with_cache(self.embedder, cache, [r.content_hash for r in self.records],
+        vecs, _ = embed_with_cache(self.embedder, cache, [rtext.embedding_key(r) for r in self.records],
                                    lambda i: rtext.record_passage(self.records[i]))
         return DenseIndex(vecs)
 

@@ -8,6 +8,7 @@ are applied by repeating a field's tokens (a cheap BM25F approximation); the val
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from typing import Any, Iterable
 
@@ -164,8 +165,27 @@ def record_passage(record: ApiRecord) -> str:
     return " ".join(p for p in parts if p)
 
 
-_TOKENS: dict[tuple[str, tuple], list[str]] = {}
 _TOKENS_MAX = 200_000
+_EMBEDDING_KEYS: dict[str, str] = {}
+
+
+def embedding_key(record: ApiRecord) -> str:
+    """What a record's vector is cached under: a hash of the passage the embedder reads.
+
+    The passage follows from the record's content *and* from how this module renders it,
+    so a change to `record_passage` re-embeds the records it affects instead of silently
+    reusing vectors of the old text. Memoized by content hash (fixed within a process).
+    """
+    key = _EMBEDDING_KEYS.get(record.content_hash)
+    if key is None:
+        if len(_EMBEDDING_KEYS) >= _TOKENS_MAX:
+            _EMBEDDING_KEYS.clear()
+        digest = hashlib.sha256(record_passage(record).encode("utf-8")).hexdigest()
+        key = _EMBEDDING_KEYS[record.content_hash] = "p" + digest
+    return key
+
+
+_TOKENS: dict[tuple[str, tuple], list[str]] = {}
 
 
 def batch_tokens(records: Iterable[ApiRecord], weights: dict[str, int] | None = None) -> list[list[str]]:
