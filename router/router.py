@@ -34,13 +34,14 @@ class RouterConfig:
     (3 hubs); objective = mean(STB nDCG@5, APIBench Recall@5). Grid: field weights name {1,2,3}
     x tags {1,2} x params {0,1} (BM25, best three re-scored hybrid); then wsum bm25 weight
     {0.4,0.5,0.6} x group_boost {0,1,2} and RRF k {30,60}; then sub-query splitting on/off.
-    Chosen (dev objective 0.622): name 3, wsum 0.5/0.5, group_boost 2 (0: 0.611), no split,
-    each query term counted once (0.618 without). RRF scored 0.595-0.605, splitting ~0.56 (it
-    pulls in weak tools for fragments). Full tables: benchmarks/results/router_targets/report.md."""
+    Chosen (dev objective 0.618, vectors of the current passages): name 3, wsum 0.4/0.6,
+    group_boost 1 (0: 0.609), no split, each query term counted once (0.614 without).
+    0.5/0.5 scored 0.615 (better on StableToolBench, worse on APIBench); RRF 0.600-0.606;
+    splitting ~0.55 (it pulls in weak tools for fragments). Full tables: benchmarks/results/router_targets/report.md."""
 
     field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
     fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
-    weights: tuple[float, float] = (0.5, 0.5)  # (bm25, dense)
+    weights: tuple[float, float] = (0.4, 0.6)  # (bm25, dense)
     rrf_k: float = 60.0
     depth: int = 100                     # how deep each retriever's list goes into fusion
     split: bool = False                  # sub-query splitting of multi-request queries
@@ -48,7 +49,7 @@ class RouterConfig:
     # Hybrid only: each tool's fused score gains group_boost x the best fused score among
     # tools of the same group (endpoints of one API: metadata tool_name / tool / server).
     # Endpoints of one API tend to be needed together (ToolBench gold sets); measured in the grid.
-    group_boost: float = 2.0
+    group_boost: float = 1.0
     # Count each query word once: long, chatty requests repeat words ("weather ... weather")
     # that say little about which tool is wanted. Measured in the grid's last stage.
     unique_query_terms: bool = True
