@@ -175,9 +175,10 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
             warnings.append(f"{exc}; BM25 rebuilt in memory ({rebuild.replace('build', 'rebuild')})")
             lexical = None
     elif not same_records:
-        warnings.append(f"the catalog changed since the index was built (generation "
-                        f"{manifest.get('generation')} → {generation}); using cached vectors where possible "
-                        f"(run `toolsift index --db {db}` to refresh)")
+        what = (f"the catalog changed since the index was built (generation {manifest.get('generation')} → "
+                f"{generation})" if manifest.get("generation") != generation else
+                "the index was built from other record passages (an older toolsift)")
+        warnings.append(f"{what}; using cached vectors where possible (run `toolsift index --db {db}` to refresh)")
     else:
         warnings.append(f"the index was built with other BM25 field weights; BM25 rebuilt in memory "
                         f"(run `toolsift index --db {db}` to refresh)")
