@@ -62,6 +62,8 @@ def _read_queries(path: Path) -> list[tuple[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise RouterError(f"{path}: cannot read queries file ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise RouterError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     items = []
     for n, line in enumerate(lines, 1):
         if not line.strip():

@@ -76,6 +76,9 @@ def test_bad_input_exits_2_with_one_line(gorilla_db, tmp_path, monkeypatch, caps
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "query": "ok"}\nnot json\n')
     cases.append((["route", "--queries", str(bad), "--db", str(gorilla_db)], "line 2: not JSON"))
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'\xff\xfe{"id": "a"}\n')
+    cases.append((["route", "--queries", str(binary), "--db", str(gorilla_db)], "not UTF-8"))
     for args, needle in cases:  # in-process through the real entry point (exit code and stderr)
         monkeypatch.setattr(sys, "argv", ["toolsift", *args])
         with pytest.raises(SystemExit) as exc:
