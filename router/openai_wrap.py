@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .routing import (CallCheck, Exchange, HallucinatedCallError, RequestError, RequestRouter, StreamAssembler,
-                      as_dict)
+from .exchange import CallCheck, Exchange, HallucinatedCallError, StreamAssembler
+from .routing import RequestError, RequestRouter, as_dict
 
 __all__ = ["wrap", "HallucinatedCallError", "RequestError", "Annotation"]
 

@@ -1,10 +1,8 @@
-"""Request-level routing and checking, shared by the OpenAI client wrapper and the proxy.
+"""Request-level routing, shared by the OpenAI client wrapper and the proxy.
 
 One Chat Completions request body goes in; out comes the body to send upstream with only
-the relevant tools (the caller's exact tool dicts, in the caller's order). After the answer,
-every ``tool_calls`` entry is checked against the tools that were offered, and a repair
-turn can be built. No I/O happens here: `Exchange` is a small state machine that the sync
-wrapper, the async wrapper and the proxy each drive with their own transport.
+the relevant tools (the caller's exact tool dicts, in the caller's order). Checking the
+answer and repairing it is `router.exchange`.
 
 Rules (from what users of tool routers keep asking for):
 - never drop a tool silently: tools the catalog does not know are ranked too (an in-memory
@@ -20,11 +18,13 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
 from apidb.errors import ToolsiftError
 from apidb.record import canonical_json
+
+from .wire import ToolList
 
 MAX_TOOLS = 128
 HEADER_LIMIT = 4096  # bytes per x-toolsift-* header; proxies and servers reject huge headers
@@ -33,17 +33,6 @@ MODES = ("annotate", "repair", "raise", "reject")
 
 class RequestError(ToolsiftError):
     """The client's request is malformed (the proxy answers 400 with this message)."""
-
-
-class HallucinatedCallError(ToolsiftError):
-    """The model answered with tool calls that fail the checker (``on_hallucination="raise"``)."""
-
-    def __init__(self, checks: list["CallCheck"], response: Any = None) -> None:
-        self.checks, self.response = checks, response
-        bad = [c for c in checks if not c.verdict.ok]
-        detail = "; ".join(f"choice {c.choice}: {c.verdict.verdict}"
-                           + (f" ({c.verdict.defects[0].message})" if c.verdict.defects else "") for c in bad)
-        super().__init__(f"model made invalid tool calls: {detail}")
 
 
 def as_dict(obj: Any) -> Any:
@@ -55,6 +44,12 @@ def as_dict(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [as_dict(v) for v in obj]
     return obj
+
+
+def _description(tools: Sequence[dict], i: int) -> str:
+    if isinstance(tools, ToolList):  # without decoding the whole tool
+        return tools.descriptions[i]
+    return ((tools[i].get("function") or {}).get("description") or "").strip()
 
 
 def tool_name(tool: Any) -> str | None:
@@ -79,6 +74,8 @@ def validate_body(body: Any) -> list[str]:
     tools = body.get("tools")
     if tools is None:
         return []
+    if isinstance(tools, ToolList):  # read from the wire: each tool's shape is already checked
+        return _unique(tools.names)
     if not isinstance(tools, list):
         raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
     names = []
@@ -91,6 +88,10 @@ def validate_body(body: Any) -> list[str]:
         if not ok:
             raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
         names.append(name)
+    return _unique(names)
+
+
+def _unique(names: list[str]) -> list[str]:
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise RequestError(f"two tools are named {dup!r}; tool names must be unique in a request")
@@ -132,9 +133,12 @@ def forced_names(body: dict, pinned: Iterable[str]) -> dict[str, str]:
 
 # ------------------------------------------------------------------ routing
 
-def tool_set_key(tools: list[dict]) -> str:
-    """Content hash of a tool list (the in-memory router cache key). orjson (a ranx dependency)
-    serializes a 2k-tool list ~5x faster than json; the hash is the same kind either way."""
+def tool_set_key(tools: Sequence[dict]) -> str:
+    """Content hash of a tool list (the in-memory router cache key): of the bytes as sent for a
+    `ToolList`, else of the canonical JSON. orjson (a ranx dependency) serializes a 2k-tool list
+    ~5x faster than json; the hash is the same kind either way."""
+    if isinstance(tools, ToolList):
+        return tools.key
     try:
         import orjson
 
@@ -148,7 +152,7 @@ def tool_set_key(tools: list[dict]) -> str:
 class RoutedRequest:
     body: dict                      # what goes upstream
     offered: list[dict]             # the tools offered (exact dicts)
-    original: list[dict]            # the caller's tools (empty when injected)
+    original: Sequence[dict]        # the caller's tools (empty when injected)
     selected: list[dict]            # [{"name", "reason", "score"[, "id"]}] in rank order
     tools_in: int
     tools_out: int
@@ -231,7 +235,7 @@ class RequestRouter:
         chosen, over = self._fit(keep, tools)
         offered = [tools[i] for i in sorted(chosen)]
         out = dict(body, tools=offered)
-        return RoutedRequest(out, offered, list(tools), [keep[i] for i in chosen], len(tools), len(offered),
+        return RoutedRequest(out, offered, tools, [keep[i] for i in chosen], len(tools), len(offered),
                              budget_exceeded=over)
 
     def check(self, response: Any, routed: RoutedRequest) -> list["CallCheck"]:
@@ -242,6 +246,8 @@ class RequestRouter:
             if calls:
                 # the submodule: a stale editable install can map `checker` as a namespace package
                 from checker.calls import check_calls
+
+                from .exchange import CallCheck
 
                 out.append(CallCheck(choice.get("index", 0), check_calls(calls, functions=routed.offered)))
         return out
@@ -305,17 +311,17 @@ class RequestRouter:
                     by_name.setdefault(r.openai_name(), set()).add(r.id)
                 self._names = by_name
         ids = []
-        for t, name in zip(tools, names):
+        for i, name in enumerate(names):
             hit = self._names.get(name, ())
             if len(hit) > 1:  # same name in several namespaces: the description decides
-                desc = ((t.get("function") or {}).get("description") or "").strip()
+                desc = _description(tools, i)
                 hit = sorted(rid for rid in hit if self.router.get(rid).description == desc)[:1]
             if len(hit) != 1:
                 return None
             ids.append(next(iter(hit)))
         return ids if len(set(ids)) == len(ids) else None
 
-    def _tool_router(self, tools: list[dict]) -> tuple[Any, dict[str, int]]:
+    def _tool_router(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:
         """An in-memory router over exactly this tool set, built once per distinct set (LRU)."""
         key = tool_set_key(tools)
         with self._lock:
@@ -335,14 +341,14 @@ class RequestRouter:
                     self._cache.popitem(last=False)
         return entry
 
-    def _build(self, tools: list[dict]) -> tuple[Any, dict[str, int]]:
+    def _build(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:
         from apidb.errors import LoadError
         from apidb.loaders.openai import records_from_tools
 
         from .router import Router
 
         try:
-            records = records_from_tools(tools, namespace="request")
+            records = records_from_tools(list(tools), namespace="request")
         except LoadError as exc:
             raise RequestError(str(exc)) from exc
         index = {r.id: i for i, r in enumerate(records)}
@@ -350,126 +356,3 @@ class RequestRouter:
             return self.router.with_records(records), index  # the catalog's model and embedding cache
         kwargs = {"cache_dir": self.cache_dir} if self.cache_dir else {}
         return Router.from_records(records, model=self.model, **kwargs), index
-
-
-# ------------------------------------------------------------------ checking and repair
-
-@dataclass
-class CallCheck:
-    choice: int
-    verdict: Any  # checker.Verdict
-
-    def to_dict(self) -> dict:
-        v = self.verdict
-        return {"choice": self.choice, "verdict": v.verdict, "ok": v.ok,
-                "defects": [d.message for d in v.defects], "suggestions": list(v.suggestions)}
-
-
-def verdicts_header(checks: list[CallCheck]) -> str:
-    return capped_json([c.to_dict() for c in checks], lambda d: {"choice": d["choice"], "verdict": d["verdict"]})
-
-
-def repair_turn(message: dict, verdict: Any) -> list[dict]:
-    """The assistant message as sent, then one tool message per call saying why it was not run."""
-    calls = message.get("tool_calls") or []
-    out: list[dict] = [{"role": "assistant", "content": message.get("content"), "tool_calls": calls}]
-    for i, call in enumerate(calls):
-        defects = [d for d in verdict.defects if d.call_index in (i, None)]
-        if defects:
-            near = sorted({s for d in defects for s in d.suggestions} or set(verdict.suggestions))
-            text = ("Error: this tool call was rejected before execution: "
-                    + "; ".join(d.message for d in defects) + "."
-                    + (f" Nearest valid tools: {', '.join(near)}." if near else "")
-                    + " Call one of the tools you were given, with arguments that match its schema.")
-        else:
-            text = "Not executed: another call in the same reply was invalid. Send all the calls again."
-        out.append({"role": "tool", "tool_call_id": call.get("id") or f"call_{i}", "content": text})
-    return out
-
-
-@dataclass
-class Exchange:
-    """Drives route → send → check → (repair → send)* for one request; no I/O of its own.
-
-    ``body = ex.start(); while body is not None: body = ex.feed(send(body))``; then read
-    ``ex.response`` (last answer), ``ex.checks``, ``ex.repairs``, ``ex.failed``.
-    """
-
-    rr: RequestRouter
-    request: dict
-    mode: str = "annotate"
-    max_repairs: int = 2
-    routed: RoutedRequest | None = None
-    response: Any = None
-    checks: list[CallCheck] = field(default_factory=list)
-    repairs: int = 0
-    _body: dict | None = None
-
-    def start(self) -> dict:
-        if self.mode not in MODES:
-            raise RequestError(f"on_hallucination must be one of {', '.join(MODES)}, got {self.mode!r}")
-        self.routed = self.rr.route(self.request)
-        self._body = self.routed.body
-        return self._body
-
-    @property
-    def failed(self) -> bool:
-        return any(not c.verdict.ok for c in self.checks)
-
-    def feed(self, response: Any) -> dict | None:
-        """Take an answer; return the next body to send, or None when done."""
-        self.response = response
-        self.checks = self.rr.check(response, self.routed)
-        if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
-            return None
-        self.repairs += 1
-        bad = next(c for c in self.checks if not c.verdict.ok)
-        choice = next(ch for ch in as_dict(response)["choices"] if ch.get("index", 0) == bad.choice)
-        self._restore_dropped(choice["message"])
-        self._body = dict(self._body, messages=[*self._body["messages"], *repair_turn(choice["message"], bad.verdict)],
-                          tools=self.routed.offered or self._body.get("tools"))
-        self._body.pop("n", None)  # one repaired answer is enough
-        return self._body
-
-    def _restore_dropped(self, message: dict) -> None:
-        """A call to a tool the caller sent but routing left out: offer it on the repair turn."""
-        offered = {tool_name(t) for t in self.routed.offered}
-        for call in message.get("tool_calls") or []:
-            name = tool_name(call)
-            for tool in self.routed.original:
-                if name and tool_name(tool) == name and name not in offered and len(self.routed.offered) < MAX_TOOLS:
-                    self.routed.offered.append(tool)
-                    self.routed.selected.append({"name": name, "reason": "restored"})
-                    offered.add(name)
-
-
-# ------------------------------------------------------------------ streaming
-
-class StreamAssembler:
-    """Rebuilds the messages of a streamed answer from its chunks, to check them at the end."""
-
-    def __init__(self) -> None:
-        self.choices: dict[int, dict] = {}
-
-    def feed(self, chunk: Any) -> None:
-        for ch in (as_dict(chunk) or {}).get("choices") or []:
-            msg = self.choices.setdefault(ch.get("index", 0), {"role": "assistant", "content": None, "calls": {}})
-            delta = ch.get("delta") or {}
-            if delta.get("content"):
-                msg["content"] = (msg["content"] or "") + delta["content"]
-            for tc in delta.get("tool_calls") or []:
-                slot = msg["calls"].setdefault(tc.get("index", 0), {"id": None, "type": "function",
-                                                                    "function": {"name": "", "arguments": ""}})
-                slot["id"] = tc.get("id") or slot["id"]
-                fn = tc.get("function") or {}
-                slot["function"]["name"] += fn.get("name") or ""
-                slot["function"]["arguments"] += fn.get("arguments") or ""
-
-    def response(self) -> dict:
-        choices = []
-        for i, msg in sorted(self.choices.items()):
-            m = {"role": "assistant", "content": msg["content"]}
-            if msg["calls"]:
-                m["tool_calls"] = [msg["calls"][j] for j in sorted(msg["calls"])]
-            choices.append({"index": i, "message": m})
-        return {"choices": choices}

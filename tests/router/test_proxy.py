@@ -162,7 +162,17 @@ def test_error_mapping_never_hangs():
         for content, needle in ((b"{not json", "not valid JSON"), (b'{"model": "m"}', "'messages'"),
                                 (b'{"messages": [{"role": "user", "content": "x"}], "tools": {"a": 1}}', "'tools'"),
                                 (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}',
-                                 "tools[0]")):
+                                 "tools[0]"),
+                                (b'[1, 2]', "must be a JSON object, got list"),
+                                # a syntax error deep inside a tool the router would never decode
+                                (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", '
+                                 b'"function": {"name": "a", "parameters": {"x": [1,,2]}}}]}', "not valid JSON"),
+                                (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", '
+                                 b'"function": {"name": "a"}}, {"type": "code", "function": {"name": "b"}}]}',
+                                 "tools[1]"),
+                                (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", '
+                                 b'"function": {"name": "a"}}, {"type": "function", "function": {"name": "a"}}]}',
+                                 "two tools are named 'a'")):
             r = httpx.post(f"{srv.url}/v1/chat/completions", content=content)
             assert r.status_code == 400 and needle in r.json()["error"]["message"], r.text
         assert httpx.get(f"{srv.url}/healthz").json()["status"] == "ok"  # still serving
@@ -218,10 +228,14 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert m["requests"] == 3 and m["by_status"] == {"401": 1, "200": 2}
     assert m["tools_in"] == 12 and m["tools_out"] == 3 and m["verdicts"] == {"hallucinated_tool": 1}
     assert m["latency_ms"]["p50"] > 0 and 'toolsift_verdicts_total{verdict="hallucinated_tool"} 1' in text
+    # the proxy's own time (latency minus the upstream's) for the two answered requests
+    assert m["proxy_ms"]["count"] == 2 and 0 < m["proxy_ms"]["p50"] <= m["latency_ms"]["p50"]
+    assert 'toolsift_proxy_own_ms{quantile="0.50"}' in text
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "toolsift.proxy"]
     assert [line["status"] for line in lines] == [401, 200, 200, 200]
     assert lines[3]["forwarded"] and lines[3]["path"] == "/v1/models"
     assert lines[2]["tools_in"] == 12 and lines[2]["verdicts"] == ["hallucinated_tool"]
+    assert lines[2]["upstream_ms"] > 0 and abs(lines[2]["own_ms"] + lines[2]["upstream_ms"] - lines[2]["ms"]) < 0.1
     logged = caplog.text
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
 
