@@ -39,7 +39,12 @@ Helpers: ``completion(content=None, tool_calls=None, model=..., finish_reason=No
 ``offered_names(request_json)`` lists the tool names a request offered; ``call_first_tool`` is a
 ready-made callable script (a schema-valid call to the first offered tool, arguments from
 ``example_arguments(parameters)``).
-``GET /v1/models`` lists ``models``; any other path answers 404 with an OpenAI-style error.
+``GET /v1/models`` lists ``models``; ``GET /_scripted/count`` gives ``{"count": requests so far}``;
+any other path answers 404 with an OpenAI-style error.
+
+``python -m tests.support.scripted_upstream [--port N]`` serves ``call_first_tool`` in its own
+process (load benchmarks: the load generator and the upstream then do not share one GIL); it
+prints its base URL on the first line of stdout and serves until terminated.
 """
 from __future__ import annotations
 
@@ -237,7 +242,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record()
-        if self.path.rstrip("/") == "/v1/models":
+        if self.path == "/_scripted/count":  # for load tests that run the upstream in its own process
+            self._json(200, {"count": self.server.state.count})
+        elif self.path.rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
                     for m in self.server.state.models]
             self._json(200, {"object": "list", "data": data})
@@ -327,8 +334,8 @@ class ScriptedUpstream:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "ScriptedUpstream":
-        server = _Server(("127.0.0.1", 0), _Handler)
+    def start(self, port: int = 0) -> "ScriptedUpstream":
+        server = _Server(("127.0.0.1", port), _Handler)
         server.state = self._state
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
@@ -390,3 +397,22 @@ class ScriptedUpstream:
     def clear(self) -> None:
         with self._state.lock:
             self._state.requests.clear()
+
+
+def _main() -> None:
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description="a scripted OpenAI-compatible upstream that calls the first tool")
+    parser.add_argument("--port", type=int, default=0)
+    up = ScriptedUpstream(call_first_tool, record=False).start(parser.parse_args().port)
+    print(up.base_url, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})  # blocked in this thread, so delivered here
+    up.stop()
+
+
+if __name__ == "__main__":
+    import signal as _signal
+
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM, _signal.SIGINT})
+    _main()
