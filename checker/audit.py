@@ -7,13 +7,13 @@ with the verdict breakdown, the most frequent hallucinated identifiers and a cha
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from apidb.errors import ToolsiftError
+from apidb.jsonl import JsonLineError, parse_lines
 
 from .code import CodeIndex, record_keys
 from .parse import parse_calls
@@ -31,16 +31,13 @@ def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
     except OSError as exc:
         raise AuditError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
     rows = []
-    for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise AuditError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise AuditError(f"{path}: line {lineno}: expected an object, got {type(obj).__name__}")
-        rows.append(obj)
+    try:
+        for lineno, obj in parse_lines(raw.decode("utf-8", errors="replace")):
+            if not isinstance(obj, dict):
+                raise AuditError(f"{path}: line {lineno}: expected an object, got {type(obj).__name__}")
+            rows.append(obj)
+    except JsonLineError as exc:
+        raise AuditError(f"{path}: line {exc.lineno}: malformed JSON ({exc.msg})") from None
     return rows
 
 

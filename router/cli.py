@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from apidb.catalog import default_db_path
+from apidb.jsonl import JsonLineError, parse_lines
 
 from .errors import RouterError
 
@@ -59,23 +60,19 @@ def index(db: Optional[Path] = DbOption, model: Optional[str] = ModelOption,
 def _read_queries(path: Path) -> list[tuple[str, Any]]:
     """(id, query-or-messages) per line; a bad line is an error naming file and line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RouterError(f"{path}: cannot read queries file ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
         raise RouterError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     items = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RouterError(f"{path}: line {n}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict) or ("query" not in row and "messages" not in row):
-            raise RouterError(f"{path}: line {n}: expected an object with 'query' or 'messages'")
-        qid = row.get("id", str(n))
-        items.append((str(qid), row["query"] if "query" in row else row["messages"]))
+    try:
+        for n, row in parse_lines(text):
+            if not isinstance(row, dict) or ("query" not in row and "messages" not in row):
+                raise RouterError(f"{path}: line {n}: expected an object with 'query' or 'messages'")
+            items.append((str(row.get("id", str(n))), row["query"] if "query" in row else row["messages"]))
+    except JsonLineError as exc:
+        raise RouterError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     return items
 
 

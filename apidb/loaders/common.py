@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import LoadError
+from ..jsonl import JsonLineError, parse_lines
 from ..record import ApiRecord
 
 _WORD = re.compile(r"[^a-zA-Z0-9_.\-]+")
@@ -85,16 +86,11 @@ def _looks_like_jsonl(text: str) -> bool:
 
 
 def _read_jsonl(path: Path, text: str) -> list[Any]:
-    rows = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise LoadError(str(path), f"malformed JSON on line {lineno} column {exc.colno}: {exc.msg}",
-                            record=lineno - 1) from None
-    return rows
+    try:
+        return [row for _, row in parse_lines(text)]
+    except JsonLineError as exc:
+        raise LoadError(str(path), f"malformed JSON on line {exc.lineno} column {exc.colno}: {exc.msg}",
+                        record=exc.lineno - 1) from None
 
 
 def _read_yaml(path: Path, text: str) -> Any:
