@@ -25,6 +25,41 @@ from .errors import RouterError
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+@contextlib.contextmanager
+def intra_op_threads(n: int):
+    """Run the block with ``n`` intra-op threads in the calling thread, then restore the count.
+
+    One query is too small to split across threads. On the shared 2 cores (load ~3.3), hybrid
+    ``Router.select`` over the 1,069 Gorilla records took p50 35.4 / p95 88 ms with torch's 2
+    threads and 26.9 / 68 ms with one (paired, same process); without OMP_WAIT_POLICY=PASSIVE
+    one encode took 74-125 ms vs 16-20 ms. A faiss search of one query: 16 ms vs ~2 ms (see
+    ../shared/notes/embedding.md). Batch encoding (index builds) keeps torch's own setting.
+    torch and faiss share one libgomp, whose thread count is per calling thread, so setting it
+    here leaves other threads' queries and builds alone; torch is used when it is loaded (it
+    also sets MKL's count), faiss's OpenMP call otherwise (no multi-second torch import).
+    """
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        get, put = torch.get_num_threads, torch.set_num_threads
+    else:
+        import faiss
+
+        get, put = faiss.omp_get_max_threads, faiss.omp_set_num_threads
+    prev = get()
+    if prev == n:
+        yield
+        return
+    put(n)
+    try:
+        yield
+    finally:
+        put(prev)
+
+
 _MODELS: dict[str, object] = {}  # loaded once per process: the load takes seconds
 _MODELS_LOCK = threading.Lock()
 
@@ -86,8 +121,10 @@ class Embedder:
         return np.ascontiguousarray(np.vstack(out), dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        return self.model.encode([text], convert_to_numpy=True, normalize_embeddings=True,
-                                 show_progress_bar=False).astype(np.float32)
+        model = self.model
+        with intra_op_threads(1):
+            return model.encode([text], convert_to_numpy=True, normalize_embeddings=True,
+                                show_progress_bar=False).astype(np.float32)
 
     @property
     def dim(self) -> int:
@@ -227,7 +264,9 @@ class DenseIndex:
     def __init__(self, vectors: np.ndarray) -> None:
         import faiss
 
-        faiss.omp_set_num_threads(1)  # one query at a time: threads cost more than they save
+        # No faiss.omp_set_num_threads(1) here: it set the constructing thread's OpenMP count,
+        # shared with torch, so later batch encodes in that thread ran on one thread too.
+        # search() sets one thread for its own duration instead.
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.index = faiss.IndexFlatIP(self.vectors.shape[1]) if len(self.vectors) else None
         if self.index is not None:
@@ -249,7 +288,8 @@ class DenseIndex:
             params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
             n = min(n, len(allowed))
         n = min(n, len(self.vectors))
-        scores, idx = self.index.search(query.reshape(1, -1), n, params=params)
+        with intra_op_threads(1):  # one query: threads cost more than they save
+            scores, idx = self.index.search(query.reshape(1, -1), n, params=params)
         keep = idx[0] >= 0
         return idx[0][keep], scores[0][keep]
 
@@ -275,7 +315,6 @@ class DenseIndex:
             raise RouterError(f"{path}: dense index holds {index.ntotal} vectors, expected {n_expected}")
         vecs = index.reconstruct_n(0, index.ntotal)
         obj = cls.__new__(cls)
-        faiss.omp_set_num_threads(1)
         obj.vectors, obj.index = np.ascontiguousarray(vecs, dtype=np.float32), index
         return obj
 
