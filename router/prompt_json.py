@@ -128,15 +128,21 @@ def _as_call(item: Any) -> dict[str, Any] | None:
     return {"name": name.strip(), "arguments": args}
 
 
+def tool_lines(tools: list[dict[str, Any]], schema_label: str) -> list[str]:
+    """Two prompt lines per tool (OpenAI function dicts): name and description, then its schema."""
+    lines = []
+    for fn in tools:
+        lines.append(f"- {fn['name']}: {fn.get('description', '')}".rstrip())
+        lines.append(f"  {schema_label}: {json.dumps(fn.get('parameters') or {}, ensure_ascii=False)}")
+    return lines
+
+
 def system_prompt(tools: list[dict[str, Any]], *, last_round: bool = False) -> str:
     """The system prompt that describes ``tools`` (OpenAI function dicts) and the reply format."""
     if last_round or not tools:
         return ("No tools are available any more. Answer the user now, in plain text, with the "
                 "information you already have.")
-    lines = ["You can use these tools:"]
-    for fn in tools:
-        lines.append(f"- {fn['name']}: {fn.get('description', '')}".rstrip())
-        lines.append(f"  parameters (JSON Schema): {json.dumps(fn.get('parameters') or {}, ensure_ascii=False)}")
+    lines = ["You can use these tools:", *tool_lines(tools, "parameters (JSON Schema)")]
     lines += ["",
               'To call a tool, reply with only a JSON object: {"action": "<tool name>", "params": {<arguments>}}.',
               "To call several tools at once, reply with a JSON list of such objects.",

@@ -7,11 +7,10 @@ taken as the answer, so a model that forgets the keyword still ends the loop.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from .prompt_json import Parsed, extract_json
+from .prompt_json import Parsed, extract_json, tool_lines
 
 _OBSERVATION = re.compile(r"^\s*Observation\s*:", re.I | re.M)
 _FINAL = re.compile(r"^\s*Final\s+Answer\s*:\s*", re.I | re.M)
@@ -58,10 +57,7 @@ def system_prompt(tools: list[dict[str, Any]], *, last_round: bool = False) -> s
     if last_round or not tools:
         return ("No tools are available any more. Reply with 'Final Answer:' followed by your answer, "
                 "using the information you already have.")
-    lines = ["Answer the user's question. You can use these tools:"]
-    for fn in tools:
-        lines.append(f"- {fn['name']}: {fn.get('description', '')}".rstrip())
-        lines.append(f"  Action Input schema: {json.dumps(fn.get('parameters') or {}, ensure_ascii=False)}")
+    lines = ["Answer the user's question. You can use these tools:", *tool_lines(tools, "Action Input schema")]
     lines += ["", "Use this format, one step per reply:",
               "Thought: what to do next",
               "Action: the tool name",

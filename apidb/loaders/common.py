@@ -128,6 +128,28 @@ def schema_problem(schema: Any) -> str | None:
     return None
 
 
+def tool_fields(tool: dict[str, Any], where: int | str, problems: "Problems", *, schema_key: str,
+                prefix: str = "") -> tuple[str, str, Any] | None:
+    """(name, description, schema) of an OpenAI function or MCP tool object, or None after
+    reporting to ``problems`` what is wrong (the field named with ``prefix``)."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not name.strip():
+        problems.invalid("missing or empty tool name", record=where, field=prefix + "name")
+        return None
+    name = name.strip()
+    desc = tool.get("description")
+    if desc is not None and not isinstance(desc, str):
+        problems.invalid(f"description must be a string, got {type(desc).__name__}", record=name,
+                         field=prefix + "description")
+        return None
+    schema = tool.get(schema_key)
+    why = schema_problem(schema) if schema is not None else None
+    if why:
+        problems.invalid(why, record=name, field=prefix + schema_key)
+        return None
+    return name, (desc or "").strip(), schema
+
+
 def normalize_schema(schema: dict[str, Any] | None) -> dict[str, Any]:
     """Fill the defaults a tool schema may leave out (``type``, ``properties``)."""
     out = dict(schema or {})

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..record import ApiRecord, make_id
-from .common import Problems, normalize_schema, schema_problem, slug, unique_ids
+from .common import Problems, normalize_schema, slug, tool_fields, unique_ids
 
 FORMAT = "mcp"
 
@@ -108,21 +108,10 @@ def _record(where: int | str, tool: Any, ns: str, local: Callable[[str], str], s
     if not isinstance(tool, dict):
         problems.invalid(f"expected a tool object, got {type(tool).__name__}", record=where)
         return None
-    name = tool.get("name")
-    if not isinstance(name, str) or not name.strip():
-        problems.invalid("missing or empty tool name", record=where, field="name")
+    fields = tool_fields(tool, where, problems, schema_key="inputSchema")
+    if fields is None:
         return None
-    name = name.strip()
-    desc = tool.get("description")
-    if desc is not None and not isinstance(desc, str):
-        problems.invalid(f"description must be a string, got {type(desc).__name__}", record=name, field="description")
-        return None
-    schema = tool.get("inputSchema")
-    if schema is not None:
-        why = schema_problem(schema)
-        if why:
-            problems.invalid(why, record=name, field="inputSchema")
-            return None
+    name, desc, schema = fields
     meta = dict(server_meta)
     for key, out in (("annotations", "annotations"), ("title", "title"), ("outputSchema", "output_schema")):
         if tool.get(key) is not None:
@@ -131,7 +120,7 @@ def _record(where: int | str, tool: Any, ns: str, local: Callable[[str], str], s
         id=make_id(ns, local(name)),
         namespace=ns,
         name=name,
-        description=(desc or "").strip(),
+        description=desc,
         parameters=normalize_schema(schema),
         source_format=FORMAT,
         metadata=meta,

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import LoadError
 from ..record import ApiRecord, make_id
-from .common import Problems, normalize_schema, schema_problem, slug, unique_ids
+from .common import Problems, normalize_schema, slug, tool_fields, unique_ids
 
 FORMAT = "openai"
 REQUEST = "<request>"  # the "file" named in errors about tools that came in an HTTP request
@@ -82,27 +82,15 @@ def _record(i: int, tool: Any, ns: str, problems: Problems) -> ApiRecord | None:
         return None
     else:
         fn, prefix = tool, ""
-    name = fn.get("name")
-    if not isinstance(name, str) or not name.strip():
-        problems.invalid("missing or empty tool name", record=i, field=prefix + "name")
+    fields = tool_fields(fn, i, problems, schema_key="parameters", prefix=prefix)
+    if fields is None:
         return None
-    label = name.strip()
-    desc = fn.get("description")
-    if desc is not None and not isinstance(desc, str):
-        problems.invalid(f"description must be a string, got {type(desc).__name__}",
-                         record=label, field=prefix + "description")
-        return None
-    params = fn.get("parameters")
-    if params is not None:
-        why = schema_problem(params)
-        if why:
-            problems.invalid(why, record=label, field=prefix + "parameters")
-            return None
+    label, desc, params = fields
     return ApiRecord(
         id=make_id(ns, slug(label)),
         namespace=ns,
         name=label,
-        description=(desc or "").strip(),
+        description=desc,
         parameters=normalize_schema(params),
         source_format=FORMAT,
         metadata={"openai_tool": tool},
