@@ -85,32 +85,35 @@ def repairs(text: str) -> list[str]:
 _KW = re.compile(r"^\s*[A-Za-z_]\w*\s*=(?!=)")
 
 
-def split_args(inner: str) -> list[str]:
-    """Top-level comma split of an argument list (quote and bracket aware)."""
-    parts, depth, quote, cur = [], 0, "", []
-    i = 0
-    while i < len(inner):
-        ch = inner[i]
-        cur.append(ch)
+def _separators(text: str):
+    """(index, char, depth) of each comma and each closing quote outside strings, with the
+    bracket depth (outside strings) at that point; an escaped character is skipped."""
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        ch = text[i]
         if quote:
-            if ch == "\\" and i + 1 < len(inner):
-                cur.append(inner[i + 1])
-                i += 1
-            elif ch == quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
                 quote = ""
+                yield i, ch, depth
         elif ch in "'\"":
             quote = ch
         elif ch in _OPEN:
             depth += 1
         elif ch in _CLOSE:
             depth -= 1
-        elif ch == "," and depth == 0:
-            cur.pop()
-            parts.append("".join(cur).strip())
-            cur = []
+        elif ch == ",":
+            yield i, ch, depth
         i += 1
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
+
+
+def split_args(inner: str) -> list[str]:
+    """Top-level comma split of an argument list (quote and bracket aware)."""
+    cuts = [i for i, ch, depth in _separators(inner) if ch == "," and depth == 0]
+    bounds = zip([-1, *cuts], [*cuts, len(inner)])
+    return [part for a, b in bounds if (part := inner[a + 1:b].strip())]
 
 
 def positional_first(span: str) -> str:
@@ -141,27 +144,7 @@ def close_quote(span: str) -> str | None:
 
 def cut_points(span: str) -> list[int]:
     """Where an unclosed call's arguments could end: after a string, before a comma."""
-    cuts: list[int] = []
-    depth, quote, i = 0, "", 0
-    while i < len(span):
-        ch = span[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-                cuts.append(i + 1)
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth -= 1
-        elif ch == "," and depth == 1:
-            cuts.append(i)
-        i += 1
-    return cuts
+    return [i + 1 if ch != "," else i for i, ch, depth in _separators(span) if ch != "," or depth == 1]
 
 
 def max_depth(text: str) -> int:
