@@ -18,7 +18,8 @@ upstream would (sharing this process's GIL with the load generator would make di
 for the load generator's work); run from the repository root so ``tests`` is importable. It
 answers each request with a call to the first tool it was offered, so the checker runs on every
 proxied answer. Besides the client-side figures, the proxy's own time per request (its latency
-minus its wait for the upstream, from its /metrics) is reported: that is what the proxy adds.
+minus its waits for the upstream and for the client's upload, from its log) is reported: that is
+what the proxy adds.
 """
 from __future__ import annotations
 
@@ -293,8 +294,8 @@ def _report(res: dict) -> str:
         "| proxy's own time p50 / p95 ms | answered (direct, proxied) | throughput rps (direct / proxied) |",
         "|---|---|---|---|---|---|---|", *rows, "",
         "Overhead = proxied − direct, measured from the clients. The proxy's own time is each request's latency "
-        "inside the proxy minus its wait for the upstream (its JSON log, `own_ms`): body read, parse, routing, "
-        "checking, queueing for its event loop.", "",
+        "inside the proxy minus its wait for the upstream and for the client's upload of the body (its JSON log, "
+        "`own_ms`): parse, routing, forwarding, checking, answering, and queueing for its event loop.", "",
         f"Responses lost: {o['overhead_concurrent']['lost'] + o['overhead_sequential']['lost']}. "
         f"Proxy CPU per request (its process, /proc): {o['proxied_sequential'].get('proxy_cpu_ms_per_request')} ms "
         f"sequential, {o['proxied_concurrent'].get('proxy_cpu_ms_per_request')} ms concurrent. "

@@ -14,7 +14,7 @@ class Metrics:
         self.verdicts: Counter[str] = Counter()
         self.counts: Counter[str] = Counter()
         self.latency: deque[float] = deque(maxlen=4096)
-        self.own: deque[float] = deque(maxlen=4096)  # latency minus the wait for the upstream
+        self.own: deque[float] = deque(maxlen=4096)  # latency minus the upstream's and the upload's time
         self.latency_sum = 0.0
 
     def record(self, status: int, ms: float, tools_in: int, tools_out: int, verdicts: list[str], repairs: int,

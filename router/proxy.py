@@ -102,7 +102,7 @@ class Proxy:
         rec.update(status=status, ms=round(ms, 2), verdicts=verdicts, repairs=ex.repairs if ex else 0)
         own = None
         if ex is not None and ex.upstream_ms and not rec.get("stream"):
-            own = ms - ex.upstream_ms
+            own = ms - ex.upstream_ms - rec.get("body_ms", 0.0)
             rec.update(upstream_ms=round(ex.upstream_ms, 2), own_ms=round(own, 2))
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
@@ -132,7 +132,9 @@ class Proxy:
             if denied is not None:
                 status = 401
                 return denied
+            t_body = time.perf_counter()
             raw = await request.body()
+            rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
             try:
                 body = read_request(raw)
             except ValueError as exc:
