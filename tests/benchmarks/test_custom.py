@@ -1,0 +1,72 @@
+"""A user's own catalog and labelled queries load as a benchmark dataset, and bad labels are named."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.custom import load_custom
+from benchmarks.datasets import DatasetError
+from tests.conftest import shared
+
+
+@pytest.fixture(scope="module")
+def torchhub(tmp_path_factory):
+    """The APIBench TorchHub dataset written out as a user would: a catalog file and a JSONL of
+    labelled questions (the first 40 real questions, gold given as record ids)."""
+    shared("gorilla", "apibench", "torchhub_eval.json")
+    from apidb import Catalog
+    from benchmarks.datasets import load_dataset
+
+    ds = load_dataset("apibench_torchhub")
+    tmp = tmp_path_factory.mktemp("custom")
+    with Catalog(tmp / "hub.db") as cat:
+        cat.sync(ds.records)
+    lines = [{"id": q.id, "query": q.text, "relevant": sorted(q.relevant)} for q in ds.queries[:40]]
+    (tmp / "labelled.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return ds, tmp
+
+
+def test_round_trip_of_a_real_dataset(torchhub):
+    ds, tmp = torchhub
+    mine = load_custom(tmp / "hub.db", tmp / "labelled.jsonl")
+    assert mine.name == "custom:labelled" and len(mine.records) == len(ds.records) == 94
+    assert {r.id for r in mine.records} == {r.id for r in ds.records}
+    assert [(q.id, q.text, q.relevant) for q in mine.queries] == [(q.id, q.text, q.relevant) for q in ds.queries[:40]]
+
+
+def test_names_messages_and_single_labels(torchhub, tmp_path):
+    ds, tmp = torchhub
+    rec = next(r for r in ds.records if sum(x.name == r.name for x in ds.records) == 1)
+    q = tmp_path / "q.jsonl"
+    q.write_text(json.dumps({"id": "a", "messages": [{"role": "user", "content": "classify bird photos"},
+                                                      {"role": "assistant", "content": "which model size?"},
+                                                      {"role": "user", "content": "a small one"}],
+                             "relevant": rec.name}) + "\n\n", encoding="utf-8")
+    (only,) = load_custom(tmp / "hub.db", q).queries
+    assert only.relevant == {rec.id} and "small" in only.text and "bird" in only.text
+
+
+@pytest.mark.parametrize("line, needle", [
+    ('{"id": "1", "query": "x", "relevant": ["torchhub/nope"]}', "line 1: field 'relevant': 'torchhub/nope' is not"),
+    ('{"id": "1", "query": "x", "relevant": []}', "line 1: field 'relevant' must be"),
+    ('{"id": "1", "query": "  ", "relevant": ["x"]}', "line 1: needs a non-empty 'query'"),
+    ('{"id": "1", "query": "x", "relevant": "MEAL_V2"}', "'MEAL_V2' names 8 tools; use a record id"),
+    ('{"id": "1", "query": "x"', "line 1: not JSON"),
+    ('["x"]', "line 1: expected an object, got list"),
+])
+def test_bad_labels_are_one_line_errors(torchhub, tmp_path, line, needle):
+    _, tmp = torchhub
+    q = tmp_path / "q.jsonl"
+    q.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as exc:
+        load_custom(tmp / "hub.db", q)
+    assert needle in str(exc.value) and str(q) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_missing_catalog_or_queries(torchhub, tmp_path):
+    _, tmp = torchhub
+    with pytest.raises(DatasetError, match="no such catalog"):
+        load_custom(tmp_path / "none.db", tmp / "labelled.jsonl")
+    with pytest.raises(DatasetError, match="cannot read the queries file"):
+        load_custom(tmp / "hub.db", tmp_path / "none.jsonl")
