@@ -298,8 +298,9 @@ def _sse_error(message: str, kind: str) -> bytes:
 def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate",
                max_repairs: int = 2, api_key: str | None = None, log_content: bool = False, timeout: float = 60.0,
                pinned: tuple[str, ...] = (), token_budget: int | None = None, method: str = "hybrid",
-               request_router: RequestRouter | None = None):
-    """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None."""
+               request_router: RequestRouter | None = None, max_body_mb: float = 64.0):
+    """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. Request bodies over
+    ``max_body_mb`` are refused with 413 before they are read into memory."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -316,7 +317,8 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         if proxy._client is not None:
             await proxy._client.aclose()
 
-    app = FastAPI(title="toolsift proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app = FastAPI(title="toolsift proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan,
+                  max_body_size=int(max_body_mb * 2**20))
     app.state.proxy = proxy
 
     @app.get("/healthz")

@@ -25,6 +25,8 @@ def openai_command(
                                           help="Require this key from clients (Authorization: Bearer or X-Toolsift-Key)."),
     log_content: bool = typer.Option(False, "--log-content", help="Also log messages and answers."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
+    max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
+                                      "(a 2,000-tool request is ~1.2 MB)."),
 ) -> None:
     """Run an OpenAI-compatible proxy that routes tools and checks tool calls."""
     from apidb.catalog import default_db_path
@@ -34,6 +36,8 @@ def openai_command(
 
     if on_hallucination not in ("annotate", "repair", "reject"):
         raise ToolsiftError(f"--on-hallucination must be annotate, repair or reject, got {on_hallucination!r}")
+    if max_body_mb <= 0:
+        raise ToolsiftError(f"--max-body-mb must be positive, got {max_body_mb:g}")
     if db is None and default_db_path().exists():
         db = default_db_path()
     if db is not None and not db.exists():
@@ -47,7 +51,7 @@ def openai_command(
             typer.echo(f"warning: {warning}", err=True)
     app = create_app(upstream, router, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs,
                      api_key=api_key, log_content=log_content, timeout=timeout, pinned=tuple(pinned),
-                     token_budget=token_budget, method=method)
+                     token_budget=token_budget, method=method, max_body_mb=max_body_mb)
     _warm_up(router, method)
     typer.echo(f"toolsift proxy on http://{host}:{port}/v1 -> {upstream} (k={k}, {on_hallucination})", err=True)
     serve(app, host=host, port=port)

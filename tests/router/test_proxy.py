@@ -241,6 +241,15 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
 
 
+def test_body_over_the_limit_is_413_before_it_is_read():
+    tools = small_tools()  # twelve tool schemas, ~2 KB of JSON
+    with ScriptedUpstream([completion("never")]) as up, running(up.base_url, max_body_mb=1 / 1024) as srv:
+        r = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": user("x"), "tools": tools})
+        assert r.status_code == 413
+        ok = httpx.post(f"{srv.url}/v1/chat/completions", json={"model": "m", "messages": user("x")})
+        assert ok.status_code == 200 and up.count == 1  # the big one never reached the upstream
+
+
 def test_log_content_opt_in(caplog):
     caplog.set_level(logging.INFO, logger="toolsift.proxy")
     with ScriptedUpstream([completion("the answer")]) as up, running(up.base_url, log_content=True) as srv:
@@ -261,6 +270,9 @@ def test_cli_rejects_bad_options(tmp_path):
     r = subprocess.run([sys.executable, "-m", "router.entry", "serve", "openai", "--upstream", "http://127.0.0.1:9/v1",
                         "--db", str(tmp_path / "missing.db")], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "no such catalog" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "router.entry", "serve", "openai", "--upstream", "http://127.0.0.1:9/v1",
+                        "--max-body-mb", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: --max-body-mb must be positive")
 
 
 def test_headers_are_size_capped_valid_json_and_requests_validated():
