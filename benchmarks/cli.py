@@ -51,7 +51,7 @@ def retrieval_cmd(
     datasets: Optional[str] = typer.Option(None, "--datasets", help="comma-separated dataset names (default: all)"),
     methods: Optional[str] = typer.Option(None, "--methods", help="comma-separated method names (default: all)"),
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/retrieval)"),
-    quick: bool = typer.Option(False, "--quick", help="at most 30 queries per dataset (CI)"),
+    quick: bool = typer.Option(False, "--quick", help="CI sample: 30 queries and at most 100 tools per dataset"),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="sample size per dataset"),
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset."""

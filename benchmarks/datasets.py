@@ -75,6 +75,13 @@ def data_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+def required_files(name: str) -> tuple[str, ...]:
+    """The files (relative to the data root) dataset ``name`` is built from."""
+    if name not in _FILES:
+        raise DatasetError(f"unknown dataset {name!r} (choose from: {', '.join(DATASETS)})")
+    return _FILES[name]
+
+
 def available(name: str) -> bool:
     """Whether every file dataset ``name`` needs is present."""
     if name not in _FILES:

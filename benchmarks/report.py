@@ -45,6 +45,9 @@ def write_report(results: dict[str, Any], out: Path, plots: bool = True) -> None
              f"Command: `{results['command']}`  ",
              f"Wall time: {results['wall_seconds']:.0f} s" + (" (quick sample)" if results["quick"] else "") + "  ",
              f"Versions: {versions_block(results)}  ", load_line(results), ""]
+    if results.get("sample"):
+        smp = results["sample"]
+        parts += [f"Quick sample ({smp['note']}): queries = {smp['queries']}; records = {smp['records']}.", ""]
     if results.get("default_fusion"):
         parts.append(f"The router's shipped hybrid fusion is `{results['default_fusion']}`; "
                      "`hybrid_split` uses it with sub-query splitting on.")
@@ -115,7 +118,9 @@ def _dataset_section(name: str, d: dict[str, Any], methods: list[str], results: 
     all_tokens = d["methods"][ms[0]]["tokens"]["all_tools"] if ms else 0
     sampled = f"{d['n_queries']} of {d['n_queries_total']} queries" if d["n_queries"] < d["n_queries_total"] \
         else f"{d['n_queries']} queries"
-    out = [f"## {name}", "", f"{sampled}, {d['n_records']} tools (all tools' schemas: {all_tokens} tokens), "
+    tools = f"{d['n_records']} tools" if d.get("n_records_total", d["n_records"]) == d["n_records"] \
+        else f"{d['n_records']} of {d['n_records_total']} tools (sampled)"
+    out = [f"## {name}", "", f"{sampled}, {tools} (all tools' schemas: {all_tokens} tokens), "
            f"{d['mean_relevant']:.2f} gold tools per query.", ""]
     out += [f"- {n}" for n in d["notes"]] + ["", md_table(header, rows), ""]
     sig = d.get("significance") or {}

@@ -31,6 +31,11 @@ METRICS = ["recall@1", "recall@5", "recall@10", "ndcg@5", "ndcg@10", "mrr"]
 DOMAIN_METRICS = ["hit_rate@1", "hit_rate@5"]  # APIBench "-> gold domain": any top-k record of that domain
 TEST_METRICS = ["ndcg@5", "recall@5", "mrr"]
 QUICK_QUERIES = 30
+# --quick (CI) also samples each corpus down to this many records: the sampled queries' gold
+# records plus a seeded pseudo-random draw of the others. Encoding thousands of tools with the
+# real model on a clean machine (no embedding cache) is what made a quick run take ~10 minutes.
+QUICK_RECORDS = 100
+QUICK_SEED = "toolsift-quick-1"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "retrieval"
 
 
@@ -39,6 +44,30 @@ def sample(queries: list[Query], n: int | None) -> list[Query]:
     if n is None or len(queries) <= n:
         return list(queries)
     return sorted(queries, key=lambda q: hashlib.sha1(q.id.encode()).hexdigest())[:n]
+
+
+def _seeded_rank(record_id: str) -> str:
+    return hashlib.sha1(f"{QUICK_SEED}:{record_id}".encode()).hexdigest()
+
+
+def quick_corpus(ds: Dataset, queries: list[Query], n_records: int) -> tuple[Dataset, dict[str, Any]]:
+    """The quick-mode sample of ``ds``: ``queries`` over a corpus of their gold records plus the
+    other records with the smallest sha1 of "<seed>:<record id>" (a seeded draw that does not
+    depend on file order), ``n_records`` in all (every gold record stays even past that), kept
+    in the corpus's own order. Per-query sets of record ids in ``meta`` are cut to the sample."""
+    gold = set().union(*(q.relevant for q in queries)) if queries else set()
+    info: dict[str, Any] = {"records_total": len(ds.records), "gold_records": len(gold)}
+    if len(ds.records) <= n_records:
+        return Dataset(ds.name, ds.records, queries, list(ds.notes)), {**info, "records": "all"}
+    others = sorted((r.id for r in ds.records if r.id not in gold), key=_seeded_rank)
+    keep = gold | set(others[:max(0, n_records - len(gold))])
+    records = [r for r in ds.records if r.id in keep]
+    cut = [Query(q.id, q.text, set(q.relevant),
+                 {k: (v & keep if isinstance(v, set) else v) for k, v in q.meta.items()}) for q in queries]
+    note = (f"quick sample: {len(records)} of {len(ds.records)} records = the {len(gold)} gold records of the "
+            f"sampled queries + {len(records) - len(gold)} others drawn by seeded hash (sha1 of "
+            f"'{QUICK_SEED}:<record id>'); figures are not comparable with the full run")
+    return Dataset(ds.name, records, cut, [*ds.notes, note]), {**info, "records": "sampled"}
 
 
 def _loadavg() -> list[float]:
@@ -130,16 +159,23 @@ def _run_method(spec: MethodSpec, ds: Dataset, queries: list[Query], builds: _Bu
 
 
 def evaluate_dataset(ds: Dataset, methods: list[MethodSpec], max_queries: int | None,
-                     builds: _Builds) -> dict[str, Any]:
+                     builds: _Builds, quick_records: int | None = None) -> dict[str, Any]:
     from ranx import Qrels, Run, compare, evaluate
 
     queries = sample(ds.queries, max_queries)
+    n_queries_total, corpus_sample = len(ds.queries), None
+    if quick_records is not None:
+        ds, corpus_sample = quick_corpus(ds, queries, quick_records)
+        queries = ds.queries
     qrels = Qrels({q.id: {rid: 1 for rid in q.relevant} for q in queries})
     dom = {q.id: {rid: 1 for rid in q.meta["domain_relevant"]} for q in queries if q.meta.get("domain_relevant")}
     tokens = _tool_tokens(ds.records)
-    out: dict[str, Any] = {"n_records": len(ds.records), "n_queries": len(queries), "n_queries_total": len(ds.queries),
+    out: dict[str, Any] = {"n_records": len(ds.records), "n_queries": len(queries), "n_queries_total": n_queries_total,
                            "mean_relevant": float(np.mean([len(q.relevant) for q in queries])),
                            "notes": ds.notes, "methods": {}, "skipped": {}}
+    if corpus_sample is not None:
+        out["n_records_total"] = corpus_sample["records_total"]
+        out["corpus_sample"] = corpus_sample
     runs = {}
     for spec in methods:
         run, stats = _run_method(spec, ds, queries, builds, tokens)
@@ -231,6 +267,15 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
         "torch_threads": 1 if need_dense else None,
         "datasets_missing": [n for n in names if not available(n)],
     }
+    if quick:
+        results["sample"] = {
+            "queries": f"the {max_q} queries of each dataset with the smallest sha1 of their id",
+            "records": f"each corpus larger than {QUICK_RECORDS} records is cut to {QUICK_RECORDS}: the gold records "
+                       f"of the sampled queries plus others drawn by seeded hash (smallest sha1 of "
+                       f"'{QUICK_SEED}:<record id>'), in corpus order; deterministic",
+            "max_records": QUICK_RECORDS, "seed": QUICK_SEED,
+            "note": "a pipeline check (CI), not a measurement: smaller corpora make retrieval easier",
+        }
     builds = _Builds(need_dense)
     if need_dense:
         from router.dense import load_model
@@ -242,7 +287,8 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
             continue
         t0 = time.perf_counter()
         print(f"[retrieval] {n} ...", file=sys.stderr, flush=True)
-        results["datasets"][n] = evaluate_dataset(load_dataset(n), specs, max_q, builds)
+        results["datasets"][n] = evaluate_dataset(load_dataset(n), specs, max_q, builds,
+                                                   QUICK_RECORDS if quick else None)
         results["datasets"][n]["seconds"] = time.perf_counter() - t0
     results["summary"] = summarize(results)
     results["wall_seconds"] = time.time() - started
@@ -273,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", help=f"comma-separated, default all: {','.join(DATASETS)}")
     ap.add_argument("--methods", help=f"comma-separated, default all: {','.join(METHODS)}")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
-    ap.add_argument("--quick", action="store_true", help=f"at most {QUICK_QUERIES} queries per dataset")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"CI sample: {QUICK_QUERIES} queries and at most {QUICK_RECORDS} tools per dataset")
     ap.add_argument("--max-queries", type=int)
     args = ap.parse_args(argv)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
