@@ -53,12 +53,26 @@ def retrieval_cmd(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/retrieval)"),
     quick: bool = typer.Option(False, "--quick", help="CI sample: 30 queries and at most 100 tools per dataset"),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="sample size per dataset"),
+    db: Optional[Path] = typer.Option(None, "--db", help="your catalog, to benchmark with --queries"),
+    queries: Optional[Path] = typer.Option(None, "--queries", help="your labelled queries (JSONL: id, query or "
+                                           "messages, relevant: record ids or unique tool names)"),
 ) -> None:
-    """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset."""
+    """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
+    your own catalog and labelled queries (--db with --queries)."""
     from . import retrieval
+    from .datasets import DatasetError
 
-    target = _out(out, "retrieval", quick)
-    res = retrieval.run(_csv(datasets), _csv(methods), target, quick, max_queries, command=_command())
+    if (db is None) != (queries is None):
+        raise DatasetError("--db and --queries go together: your catalog and your labelled queries")
+    custom = []
+    if db is not None:
+        from .custom import load_custom
+
+        custom = [load_custom(db, queries)]
+    # your own runs never overwrite the committed public report
+    target = out or (Path("bench-out") / "retrieval" if custom else _out(out, "retrieval", quick))
+    res = retrieval.run(_csv(datasets), _csv(methods), target, quick, max_queries, command=_command(),
+                        custom=custom)
     typer.echo(f"wrote {target / 'report.md'} ({len(res['datasets'])} datasets, {res['wall_seconds']:.0f} s)")
 
 

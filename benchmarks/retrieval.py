@@ -18,7 +18,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -246,13 +246,16 @@ def resolve_methods(names: Iterable[str] | None) -> tuple[list[MethodSpec], dict
 
 def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = None,
         out_dir: str | Path = DEFAULT_OUT, quick: bool = False, max_queries: int | None = None,
-        command: str | None = None, plots: bool = True) -> dict[str, Any]:
-    """Run the comparison and write results.json, report.md and plots into ``out_dir``."""
+        command: str | None = None, plots: bool = True, custom: Sequence[Dataset] = ()) -> dict[str, Any]:
+    """Run the comparison and write results.json, report.md and plots into ``out_dir``.
+
+    ``custom``: datasets of your own (`benchmarks.custom.load_custom`); with them, the public
+    datasets run only when named in ``datasets``."""
     from .report import write_report
 
     started = time.time()
     load_start = _loadavg()
-    names = list(datasets or DATASETS)
+    names = list(datasets) if datasets else ([] if custom else list(DATASETS))
     for n in names:
         if n not in DATASETS:
             raise DatasetError(f"unknown dataset {n!r} (choose from: {', '.join(DATASETS)})")
@@ -282,13 +285,12 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
 
         load_model()  # once per process (~8 s of imports): not part of any index's build time
         one_torch_thread()
-    for n in names:
-        if n in results["datasets_missing"]:
-            continue
+    loaders = [(n, lambda n=n: load_dataset(n)) for n in names if n not in results["datasets_missing"]]
+    loaders += [(ds.name, lambda ds=ds: ds) for ds in custom]
+    for n, load in loaders:
         t0 = time.perf_counter()
         print(f"[retrieval] {n} ...", file=sys.stderr, flush=True)
-        results["datasets"][n] = evaluate_dataset(load_dataset(n), specs, max_q, builds,
-                                                   QUICK_RECORDS if quick else None)
+        results["datasets"][n] = evaluate_dataset(load(), specs, max_q, builds, QUICK_RECORDS if quick else None)
         results["datasets"][n]["seconds"] = time.perf_counter() - t0
     results["summary"] = summarize(results)
     results["wall_seconds"] = time.time() - started
