@@ -10,7 +10,6 @@ not hidden. Also measures checker throughput. Writes DIR/results.json and DIR/re
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from apidb.errors import ToolsiftError
+
+from .script import quick_main
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_N = 25  # entries per category in --quick mode
@@ -143,18 +144,11 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.bfcl_check", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bfcl")
-    ap.add_argument("--quick", action="store_true", help=f"first {QUICK_N} entries per category")
-    args = ap.parse_args(argv)
-    try:
-        res = run(args.out, args.quick)
-    except ToolsiftError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.out / 'report.md'}: {res['correct']}/{res['entries']} correct; "
-          f"{res['throughput']['checks_per_second']:.0f} checks/s")
-    return 0
+    return quick_main(argv, prog="benchmarks.bfcl_check", doc=__doc__, run=run,
+                      default_out=ROOT / "benchmarks" / "results" / "bfcl",
+                      quick_help=f"first {QUICK_N} entries per category",
+                      summary=lambda res: f"{res['correct']}/{res['entries']} correct; "
+                                          f"{res['throughput']['checks_per_second']:.0f} checks/s")
 
 
 if __name__ == "__main__":

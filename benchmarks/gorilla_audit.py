@@ -8,7 +8,6 @@ of where the two modes disagree, strict-mode throughput and wall time.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from apidb.errors import ToolsiftError
+
+from .script import quick_main
 
 ROOT = Path(__file__).resolve().parents[1]
 HUBS = {  # namespace -> (API database, APIBench eval file)
@@ -251,19 +252,13 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.gorilla_audit", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gorilla")
-    ap.add_argument("--quick", action="store_true", help=f"first {QUICK_N} responses per file")
-    args = ap.parse_args(argv)
-    try:
-        res = run(args.out, args.quick)
-    except ToolsiftError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {args.out / 'report.md'}; max |diff| {res['max_abs_diff']} points; "
-          f"strict {res['strict_throughput']['answers_per_second']:.0f} answers/s, "
-          f"{res['strict_throughput']['calls_per_second']:.0f} calls/s; {res['wall_seconds']:.1f} s")
-    return 0
+    return quick_main(argv, prog="benchmarks.gorilla_audit", doc=__doc__, run=run,
+                      default_out=ROOT / "benchmarks" / "results" / "gorilla",
+                      quick_help=f"first {QUICK_N} responses per file",
+                      summary=lambda res: f"max |diff| {res['max_abs_diff']} points; strict "
+                                          f"{res['strict_throughput']['answers_per_second']:.0f} answers/s, "
+                                          f"{res['strict_throughput']['calls_per_second']:.0f} calls/s; "
+                                          f"{res['wall_seconds']:.1f} s")
 
 
 if __name__ == "__main__":
