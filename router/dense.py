@@ -131,6 +131,27 @@ class Embedder:
         return int(self.model.get_embedding_dimension())
 
 
+def encode_with_spans(model, text: str, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Normalized vectors of ``text`` and of each character span of it, from ONE forward pass:
+    row 0 is the model's own sentence embedding, row i the mean of the token embeddings
+    inside span i (a sentence read in the context of the whole request). Costs one query
+    encode instead of 1 + len(spans). Spans cut off by the model's length limit are dropped.
+    """
+    with intra_op_threads(1):
+        out = model.encode([text], output_value=None, show_progress_bar=False)[0]
+    tokens = out["token_embeddings"].float().numpy()
+    offsets = np.asarray(model.tokenizer(text, return_offsets_mapping=True, truncation=True,
+                                         max_length=model.max_seq_length)["offset_mapping"])[:len(tokens)]
+    rows = [out["sentence_embedding"].float().numpy()]
+    real = offsets[:, 1] > offsets[:, 0]  # special tokens ([CLS], [SEP]) have empty offsets
+    for s, e in spans:
+        inside = real & (offsets[:, 0] >= s) & (offsets[:, 1] <= e)
+        if inside.any():
+            rows.append(tokens[inside].mean(axis=0))
+    vecs = np.vstack(rows).astype(np.float32)
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
 def _slug(model_id: str) -> str:
     base = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(model_id).name or model_id)[:40]
     return f"{base}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"
@@ -275,23 +296,48 @@ class DenseIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def search(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``n`` (doc indices, cosine scores); ``allowed`` restricts to those doc indices."""
-        if self.index is None or n <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    def _search(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """One faiss call for a (m, dim) batch: (scores, doc indices), each (m, n'), -1 = none."""
         import faiss
 
         params = None
         if allowed is not None:
             if len(allowed) == 0:
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+                return np.zeros((len(queries), 0), dtype=np.float32), np.zeros((len(queries), 0), dtype=np.int64)
             params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
             n = min(n, len(allowed))
         n = min(n, len(self.vectors))
         with intra_op_threads(1):  # one query: threads cost more than they save
-            scores, idx = self.index.search(query.reshape(1, -1), n, params=params)
+            return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), n, params=params)
+
+    def search(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``n`` (doc indices, cosine scores); ``allowed`` restricts to those doc indices."""
+        if self.index is None or n <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores, idx = self._search(query.reshape(1, -1), n, allowed)
         keep = idx[0] >= 0
         return idx[0][keep], scores[0][keep]
+
+    def search_with_parts(self, query: np.ndarray, parts: np.ndarray, n: int, allowed: np.ndarray | None = None,
+                          pool: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``n`` by cos(query) + max(cos(query), cos(part) for each part).
+
+        Candidates: with ``pool`` 0, the union of each vector's top ``n`` (one batched faiss
+        call; costs about one catalog scan per vector); with ``pool`` > 0, the whole query's
+        top ``pool`` only (one scan; the parts are scored on those rows). Candidates' scores
+        are exact either way.
+        """
+        if self.index is None or n <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        q = np.vstack([query.reshape(1, -1), parts.reshape(len(parts), -1)]).astype(np.float32)
+        _, idx = self._search(q[:1] if pool else q, max(pool, n), allowed)
+        docs = np.unique(idx[idx >= 0])
+        if not len(docs):
+            return docs.astype(np.int64), np.zeros(0, dtype=np.float32)
+        sims = self.vectors[docs] @ q.T
+        combined = sims[:, 0] + sims.max(axis=1)
+        top = np.lexsort((docs, -combined))[:n]
+        return docs[top].astype(np.int64), combined[top].astype(np.float32)
 
     def score(self, query: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """Cosine of the query with specific documents (for explanations)."""

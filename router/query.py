@@ -105,3 +105,34 @@ def split_query(query: str, max_parts: int = 4) -> list[str]:
     return parts[:max_parts]
 
 
+
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\s*\n\s*")
+_MIN_SENTENCE_WORDS = 3
+
+
+def sentence_spans(query: str, max_sentences: int = 6) -> list[tuple[int, int]]:
+    """(start, end) character spans of the sentences of a query that has several (each of
+    at least three words); [] otherwise. Only the first ``max_sentences`` are kept.
+
+    Used by hybrid ranking: each tool's dense score also counts its best match with one
+    sentence, so a request whose sentences ask for different tools reaches each of them.
+    Spans (not just texts) let the encoder pool each sentence's tokens out of one pass
+    over the whole query.
+    """
+    spans, pos = [], 0
+    bounds = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(query)] + [(len(query), len(query))]
+    for cut, nxt in bounds:
+        s, e = pos, cut
+        while s < e and query[s].isspace():
+            s += 1
+        while e > s and query[e - 1].isspace():
+            e -= 1
+        if len(query[s:e].split()) >= _MIN_SENTENCE_WORDS:
+            spans.append((s, e))
+        pos = nxt
+    return spans[:max_sentences] if len(spans) >= 2 else []
+
+
+def query_sentences(query: str, max_sentences: int = 6) -> list[str]:
+    """The texts of :func:`sentence_spans`."""
+    return [query[s:e] for s, e in sentence_spans(query, max_sentences)]

@@ -18,11 +18,12 @@ import numpy as np
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, intra_op_threads, shared_cache
+from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, encode_with_spans, intra_op_threads,
+                    shared_cache)
 from .errors import RouterError
 from .fusion import Ranking, fuse, interleave, rrf
 from .lexical import LexicalIndex
-from .query import normalize_query, split_query
+from .query import normalize_query, sentence_spans, split_query
 from .tokens import tool_tokens
 
 METHODS = ("hybrid", "bm25", "dense")
@@ -38,7 +39,9 @@ class RouterConfig:
     Chosen (dev objective 0.618, vectors of the current passages): name 3, wsum 0.4/0.6,
     group_boost 1 (0: 0.609), no split, each query term counted once (0.614 without).
     0.5/0.5 scored 0.615 (better on StableToolBench, worse on APIBench); RRF 0.600-0.606;
-    splitting ~0.55 (it pulls in weak tools for fragments). Full tables: benchmarks/results/router_targets/report.md."""
+    splitting ~0.55 (it pulls in weak tools for fragments). Last stage: sentence matching 0.628 vs
+    0.618 off. Each stage keeps the current default unless another choice beats it by > 0.001
+    (name weight 1 scored 0.61790 vs 0.61785 for 3: kept 3). Full tables: benchmarks/results/router_targets/report.md."""
 
     field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
     fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
@@ -54,6 +57,20 @@ class RouterConfig:
     # Count each query word once: long, chatty requests repeat words ("weather ... weather")
     # that say little about which tool is wanted. Measured in the grid's last stage.
     unique_query_terms: bool = True
+    # Hybrid only: a query of several sentences also matches tools sentence by sentence: the
+    # dense input becomes cos(query) + max(cos(query), cos(each sentence)). Long requests that
+    # ask for two tools in two sentences are poorly served by one query vector. Measured in
+    # the grid's last stage (benchmarks/router_targets.py).
+    sentence_max: bool = True
+    max_sentences: int = 6
+    # Sentence vectors: "spans" = mean of each sentence's tokens from ONE pass over the whole
+    # query (costs one encode); "separate" = each sentence encoded on its own (1 + n texts:
+    # all queries STB nDCG@5 0.769 vs 0.761 for spans, but hybrid p50 at 20k tools 38 ms vs 26).
+    sentence_vectors: str = "spans"
+    # Candidates for the sentence scores: the whole query's top ``sentence_pool`` (one faiss
+    # scan of the catalog); 0 = union of each vector's own top list (one scan per vector,
+    # ~1 ms each at 20k tools). Same figures on every benchmark set for 0 and 400.
+    sentence_pool: int = 400
 
 
 @dataclass(frozen=True)
@@ -193,6 +210,12 @@ class Router:
                                          show_progress_bar=False)
         return np.asarray(enc, dtype=np.float32)
 
+    def encode_query_sentences(self, query: str, spans: list[tuple[int, int]], how: str) -> np.ndarray:
+        """Rows: the query's vector, then one per sentence span (see RouterConfig.sentence_vectors)."""
+        if how == "separate":
+            return self.encode_queries([query] + [query[s:e] for s, e in spans])
+        return encode_with_spans(self.embedder.model, query, spans)
+
     # ---- selection -------------------------------------------------------------------
     def select(self, query_or_messages: Any, k: int = 5, *, method: str = "hybrid",
                min_score: float | None = None, pinned: Collection[str] = (),
@@ -269,12 +292,16 @@ class Router:
         return Ranking(order.astype(np.int64), s[order])
 
     def _rank_one(self, bm25: np.ndarray, qvec: np.ndarray | None, method: str,
-                  allowed: np.ndarray | None, depth: int) -> Ranking:
+                  allowed: np.ndarray | None, depth: int, sentences: np.ndarray | None = None) -> Ranking:
         lex = self._bm25_ranking(bm25, allowed, depth) if method != "dense" else None
         if method == "bm25":
             return lex
         allowed_idx = None if allowed is None else np.flatnonzero(allowed)
-        docs, sims = self._dense.search(qvec, depth, allowed_idx)
+        if method == "hybrid" and sentences is not None and len(sentences):
+            docs, sims = self._dense.search_with_parts(qvec, sentences, depth, allowed_idx,
+                                                       pool=self.config.sentence_pool)
+        else:
+            docs, sims = self._dense.search(qvec, depth, allowed_idx)
         dense = Ranking(docs.astype(np.int64), sims)
         if method == "dense":
             return dense
@@ -299,10 +326,18 @@ class Router:
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
-        qvecs = None
+        qvecs = svecs = None
         if method != "bm25":
-            qvecs = self.encode_queries(texts)
-        rankings = [self._rank_one(b, None if qvecs is None else qvecs[i], method, allowed, depth)
+            spans = sentence_spans(query, self.config.max_sentences) \
+                if method == "hybrid" and self.config.sentence_max else []
+            if spans:
+                vecs = self.encode_query_sentences(query, spans, self.config.sentence_vectors)
+                svecs = vecs[1:]
+                qvecs = vecs[:1] if len(texts) == 1 else np.vstack([vecs[:1], self.encode_queries(texts[1:])])
+            else:
+                qvecs = self.encode_queries(texts)
+        rankings = [self._rank_one(b, None if qvecs is None else qvecs[i], method, allowed, depth,
+                                   svecs if i == 0 else None)
                     for i, b in enumerate(bm25s_)]
         if len(rankings) == 1:
             ranking = rankings[0]
