@@ -6,6 +6,7 @@ the file and the line.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Iterator
 
 
@@ -26,3 +27,17 @@ def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as exc:
             raise JsonLineError(lineno, exc.colno, exc.msg) from None
+
+
+class TextFileError(ValueError):
+    """A file cannot be read as UTF-8 text; the message names the file and why."""
+
+
+def read_utf8(path: str | Path, what: str) -> str:
+    """The text of ``path``; `TextFileError` names the file (``what`` says which file it was meant to be)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TextFileError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise TextFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None

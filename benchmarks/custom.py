@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from apidb.jsonl import JsonLineError, parse_lines
+from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 
 from .datasets import Dataset, DatasetError, Query
 
@@ -35,13 +35,9 @@ def load_custom(db: str | Path, queries: str | Path, name: str | None = None) ->
         raise DatasetError(f"{db}: the catalog is empty")
     resolve = _resolver(records)
     try:
-        text = qpath.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"{qpath}: cannot read the queries file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{qpath}: not UTF-8 text (byte {exc.start})") from None
-    try:
-        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(text)]
+        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(read_utf8(qpath, "the queries file"))]
+    except TextFileError as exc:
+        raise DatasetError(str(exc)) from None
     except JsonLineError as exc:
         raise DatasetError(f"{qpath}: line {exc.lineno}: not JSON ({exc.msg})") from None
     if not out:

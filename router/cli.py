@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from apidb.catalog import default_db_path
-from apidb.jsonl import JsonLineError, parse_lines
+from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 
 from .errors import RouterError
 
@@ -59,20 +59,16 @@ def index(db: Optional[Path] = DbOption, model: Optional[str] = ModelOption,
 
 def _read_queries(path: Path) -> list[tuple[str, Any]]:
     """(id, query-or-messages) per line; a bad line is an error naming file and line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RouterError(f"{path}: cannot read queries file ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise RouterError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     items = []
     try:
-        for n, row in parse_lines(text):
+        for n, row in parse_lines(read_utf8(path, "queries file")):
             if not isinstance(row, dict) or ("query" not in row and "messages" not in row):
                 raise RouterError(f"{path}: line {n}: expected an object with 'query' or 'messages'")
             items.append((str(row.get("id", str(n))), row["query"] if "query" in row else row["messages"]))
     except JsonLineError as exc:
         raise RouterError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    except TextFileError as exc:
+        raise RouterError(str(exc)) from None
     return items
 
 
