@@ -138,7 +138,9 @@ def default_fusion() -> str | None:
 
 
 def one_torch_thread() -> None:
-    """Encode with one torch thread, as the router already runs faiss with one.
+    """Encode with one torch thread for the whole benchmark process. Router.select already
+    runs each query on one thread (router.dense.intra_op_threads); this also covers the
+    benchmarks' own encodes outside select, as in the committed runs.
 
     Measured on this shared 2-CPU machine at load ~6: one MiniLM query took 105 ms p50 /
     734 ms p95 with torch's default 2 threads and 30 / 42 ms with one (spinning intra-op

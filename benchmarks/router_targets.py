@@ -49,15 +49,10 @@ class QueryVectors:
         self.cache = shared_cache(_cache_dir() / "queries", router.model_id)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
+        from router.dense import embed_with_cache
+
         keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        found = self.cache.get_many(keys)
-        missing = [i for i, v in enumerate(found) if v is None]
-        if missing:
-            vecs = self.router.embedder.encode([texts[i] for i in missing], batch_size=64)
-            self.cache.put_many([keys[i] for i in missing], vecs)
-            for i, v in zip(missing, vecs):
-                found[i] = v
-        return np.vstack(found).astype(np.float32)
+        return embed_with_cache(self.router.embedder, self.cache, keys, texts)[0]
 
     def warm(self, texts: list[str]) -> None:
         self(texts)
@@ -331,26 +326,19 @@ SPEED_N = 20_000
 def replicate(records: list, n: int) -> tuple[list, list[int]]:
     """``n`` records from the real ones: copy i of a record gets namespace ``<ns>_r<i>`` and a
     name suffix ``_r<i>``, so every id and name is distinct and vocabularies stay realistic.
-    Returns (records, index of the original each one copies)."""
+    Returns (records, index of the original each one copies). Unlike the scale benchmark's
+    replicas, descriptions are not varied."""
     from dataclasses import replace
 
     from apidb.record import make_id
 
-    out, src = [], []
-    copy = 0
-    while len(out) < n:
-        for j, r in enumerate(records):
-            if len(out) >= n:
-                break
-            if copy == 0:
-                out.append(r)
-            else:
-                ns = f"{r.namespace}_r{copy}"
-                local = r.id.split("/", 1)[1]
-                out.append(replace(r, id=make_id(ns, local), namespace=ns, name=f"{r.name}_r{copy}"))
-            src.append(j)
-        copy += 1
-    return out, src
+    from .scale import replicate as rounds
+
+    def copy(r, i: int):
+        ns = f"{r.namespace}_r{i}"
+        return replace(r, id=make_id(ns, r.id.split("/", 1)[1]), namespace=ns, name=f"{r.name}_r{i}")
+
+    return rounds(records, n, copy)
 
 
 def _pct(xs: list[float], p: float) -> float:

@@ -80,15 +80,16 @@ def replica(record: ApiRecord, i: int) -> ApiRecord:
                    description=_vary_text(record.description, rng))
 
 
-def replicate(base: list[ApiRecord], size: int) -> tuple[list[ApiRecord], list[int]]:
-    """``size`` records (base first, then replicas round by round) and each one's base index."""
+def replicate(base: list[ApiRecord], size: int,
+              copy: Callable[[ApiRecord, int], ApiRecord] = replica) -> tuple[list[ApiRecord], list[int]]:
+    """``size`` records (base first, then ``copy(record, i)`` round by round) and each one's base index."""
     out, origin = [], []
     i = 0
     while len(out) < size:
         for j, r in enumerate(base):
             if len(out) >= size:
                 break
-            out.append(r if i == 0 else replica(r, i))
+            out.append(r if i == 0 else copy(r, i))
             origin.append(j)
         i += 1
     return out, origin
