@@ -76,20 +76,50 @@ def model_path(model_id: str) -> str:
                       "or the path of a local sentence-transformers folder")
 
 
+def folder_fingerprint(path: str | os.PathLike[str]) -> str:
+    """A short hash of a model folder's file names, sizes and modification times: it changes
+    whenever the folder is written again (cheap: no weights are read)."""
+    h = hashlib.sha256()
+    root = Path(path)
+    for p in sorted(root.rglob("*")):
+        # toolsift-tune.json holds the tuning report and fusion weights, not weights of the model
+        if p.is_file() and p.name != "toolsift-tune.json":
+            st = p.stat()
+            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def model_identity(model_id: str) -> str:
+    """What caches and indexes key vectors by: the bundled model's id, or a local folder's
+    path plus a fingerprint of its files, so vectors of a folder's old weights (say, before a
+    re-run of `toolsift tune` into it) are never taken for vectors of its new ones."""
+    if model_id == DEFAULT_MODEL or not Path(model_id).is_dir():
+        return model_id  # an unknown id fails where a model is needed (Embedder, load_model)
+    path = model_path(model_id)
+    return f"{path}@{folder_fingerprint(path)}"
+
+
 def load_model(model_id: str = DEFAULT_MODEL):
-    """The SentenceTransformer for ``model_id``, loaded on first use and then shared."""
+    """The SentenceTransformer for ``model_id``, loaded on first use and then shared
+    (per identity: a folder written again is loaded again)."""
+    key = model_identity(model_id)
     with _MODELS_LOCK:
-        if model_id not in _MODELS:
-            path = model_path(model_id)
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+        if key not in _MODELS:
+            _MODELS[key] = fresh_model(model_id)
+        return _MODELS[key]
 
-            hf_logging.disable_progress_bar()  # "Loading weights" bars would pollute CLI output
 
-            _MODELS[model_id] = SentenceTransformer(path, device="cpu", local_files_only=True)
-        return _MODELS[model_id]
+def fresh_model(model_id: str = DEFAULT_MODEL):
+    """A new SentenceTransformer instance (training must not touch the shared one), offline
+    and quiet: the "Loading weights" and "Writing model shards" bars would pollute CLI output."""
+    path = model_path(model_id)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    return SentenceTransformer(path, device="cpu", local_files_only=True)
 
 
 class Embedder:
@@ -167,8 +197,10 @@ class EmbeddingCache:
 
     def __init__(self, directory: str | os.PathLike[str], model_id: str) -> None:
         self.dir = Path(directory)
-        self.model_id = model_id
+        # One file per model id; it holds vectors of one identity (a retuned folder's new
+        # weights discard the old vectors on the next save instead of piling up files).
         self.path = self.dir / f"emb-{_slug(model_id)}.npz"
+        self.model_id = model_identity(model_id)
         self._vecs: dict[str, np.ndarray] = {}
         self._dirty = False
         self._lock = threading.Lock()
@@ -246,7 +278,7 @@ _CACHES_LOCK = threading.Lock()
 def shared_cache(directory: str | os.PathLike[str], model_id: str) -> EmbeddingCache:
     """One in-memory cache per (directory, model) per process, so routers built from the
     same tool lists again and again never touch the disk after the first time."""
-    key = (str(Path(directory).resolve()), model_id)
+    key = (str(Path(directory).resolve()), model_identity(model_id))
     with _CACHES_LOCK:
         if key not in _CACHES:
             _CACHES[key] = EmbeddingCache(directory, model_id)

@@ -18,7 +18,7 @@ app = typer.Typer(name="toolsift", no_args_is_help=True, add_completion=False,
 def _register() -> None:
     import importlib
 
-    for module in ("apidb.cli", "router.cli", "checker.cli", "router.serve_cli", "benchmarks.cli", "router.demo"):
+    for module in ("apidb.cli", "router.cli", "router.tune_cli", "checker.cli", "router.serve_cli", "benchmarks.cli", "router.demo"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

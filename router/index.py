@@ -27,7 +27,7 @@ from apidb.catalog import Catalog, default_db_path
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, shared_cache
+from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, shared_cache
 from .errors import RouterError
 from .lexical import LexicalIndex
 
@@ -102,7 +102,9 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
         old = _read_manifest(idir)
     except Exception:
         old = None
+    identity = model_identity(model_id)
     if old and old.get("digest") == digest and old.get("model") == model_id \
+            and old.get("model_identity", identity) == identity \
             and old.get("field_weights") == weights and (idir / old["build"]).is_dir():
         return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
 
@@ -123,6 +125,7 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     DenseIndex(vecs).write(bdir / "dense.faiss")
     (bdir / "ids.json").write_text(json.dumps([[r.id, r.content_hash] for r in records]), encoding="utf-8")
     manifest = {"format": FORMAT, "build": build, "generation": generation, "model": model_id,
+                "model_identity": identity,
                 "dim": int(vecs.shape[1]), "records": len(records), "digest": digest,
                 "field_weights": weights, "created": time.time()}
     fd, tmp = tempfile.mkstemp(dir=idir, prefix=".manifest-", suffix=".json")
@@ -164,6 +167,7 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
                           f"run `toolsift index --db {db} --model {model}` or omit --model")
     bdir = idir / manifest["build"]
     same_records = manifest.get("digest") == _digest(records)
+    same_model = manifest.get("model_identity", model_identity(model_id)) == model_identity(model_id)
     fresh = same_records and manifest.get("field_weights") == weights
     lexical = None
     if fresh:
@@ -184,7 +188,9 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
                         f"(run `toolsift index --db {db}` to refresh)")
     if lexical is None:
         lexical = LexicalIndex.build(rtext.batch_tokens(records, weights))
-    dense = _load_dense(bdir, idir, records, model_id, same_records, warnings, rebuild)
+    if not same_model:
+        warnings.append(f"the model folder {model_id} changed since the index was built (tuned again?)")
+    dense = _load_dense(bdir, idir, records, model_id, same_records and same_model, warnings, rebuild)
     return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings)
 
 

@@ -118,6 +118,14 @@ def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
     return out if 0 < len(ids) < len(records) else None
 
 
+def _default_config(model: str | None) -> RouterConfig:
+    """The defaults, with the fusion weights `toolsift tune` chose for a tuned model folder."""
+    from .tune import tuned_weights
+
+    weights = tuned_weights(model) if model else None
+    return RouterConfig(weights=weights) if weights else RouterConfig()
+
+
 class Router:
     """Hybrid BM25 + dense retrieval over a fixed set of records (see the module doc)."""
 
@@ -127,7 +135,7 @@ class Router:
                  config: RouterConfig | None = None, warnings: Iterable[str] = ()) -> None:
         if not records:
             raise RouterError("no tools to route over (the catalog or tool list is empty)")
-        self.config = config or RouterConfig()
+        self.config = config or _default_config(model)
         self.records = list(records)
         self.model_id = model or DEFAULT_MODEL
         self.warnings: list[str] = list(warnings)
