@@ -21,6 +21,7 @@ DELEGATED = {
     "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
     "bfcl": ("benchmarks.bfcl_check", "JSON checker over the BFCL AST categories, plus throughput"),
     "router": ("benchmarks.router_targets", "router quality and speed targets (issue 3)"),
+    "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.proxy_overhead", "middleware/proxy overhead per request"),
 }
 

@@ -188,6 +188,28 @@ def _apibench(hub: str) -> Dataset:
     return _finish(f"apibench_{hub}", records, queries, notes)
 
 
+def apibench_training(hub: str = "torchhub") -> list[Query]:
+    """The published APIBench *training* questions of a hub (only TorchHub's are in ../shared),
+    labelled like the eval questions. They share no question with the eval file verbatim."""
+    path = _path(f"gorilla/apibench/{hub}_train.json")
+    if not path.is_file():
+        raise DatasetError(f"{path}: missing (APIBench training questions for {hub})")
+    records = corpora.gorilla(hub)
+    by_call = {_squash(r.call or ""): r.id for r in records}
+    out: list[Query] = []
+    for i, row in enumerate(_jsonl(f"gorilla/apibench/{hub}_train.json"), 1):
+        m = _TRAIN_INSTRUCTION.search(row.get("code", ""))
+        gold = by_call.get(_squash(row.get("api_call", "")))
+        if not m or gold is None:
+            raise DatasetError(f"{path}: line {i}: no 'Instruction' text or an api_call not in the {hub} database")
+        out.append(Query(f"train-{i}", m.group(1).strip(), {gold}, {}))
+    return out
+
+
+# "{'Instruction': ..., 'Output': {...}}" in the training files
+_TRAIN_INSTRUCTION = re.compile(r"'Instruction'\s*:\s*(.*?),\s*'Output'", re.S)
+
+
 # --- StableToolBench ---------------------------------------------------------------------
 
 def _stabletoolbench(group: str) -> Dataset:
