@@ -298,9 +298,10 @@ def _sse_error(message: str, kind: str) -> bytes:
 def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate",
                max_repairs: int = 2, api_key: str | None = None, log_content: bool = False, timeout: float = 60.0,
                pinned: tuple[str, ...] = (), token_budget: int | None = None, method: str = "hybrid",
-               request_router: RequestRouter | None = None, max_body_mb: float = 64.0):
+               request_router: RequestRouter | None = None, max_body_mb: float = 64.0, model: str | None = None):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. Request bodies over
-    ``max_body_mb`` are refused with 413 before they are read into memory."""
+    ``max_body_mb`` are refused with 413 before they are read into memory. ``model``: the
+    embedding model for tool lists that come with requests (default: the catalog's, else MiniLM)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -308,7 +309,8 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         from .router import Router
 
         router = Router.open(router)
-    rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method)
+    rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method,
+                                         model=model)
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                   log_content=log_content, timeout=timeout)
     @asynccontextmanager

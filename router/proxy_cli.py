@@ -27,6 +27,8 @@ def openai_command(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
     max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
                                       "(a 2,000-tool request is ~1.2 MB)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Embedding model: the bundled id or a folder from "
+                                        "`toolsift tune` (default: the one the catalog was indexed with)."),
 ) -> None:
     """Run an OpenAI-compatible proxy that routes tools and checks tool calls."""
     from apidb.catalog import default_db_path
@@ -46,25 +48,25 @@ def openai_command(
     if db is not None:
         from .router import Router
 
-        router = Router.open(db)
+        router = Router.open(db, model=model)
         for warning in getattr(router, "warnings", []) or []:
             typer.echo(f"warning: {warning}", err=True)
     app = create_app(upstream, router, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs,
                      api_key=api_key, log_content=log_content, timeout=timeout, pinned=tuple(pinned),
-                     token_budget=token_budget, method=method, max_body_mb=max_body_mb)
-    _warm_up(router, method)
+                     token_budget=token_budget, method=method, max_body_mb=max_body_mb, model=model)
+    _warm_up(router, method, model)
     typer.echo(f"toolsift proxy on http://{host}:{port}/v1 -> {upstream} (k={k}, {on_hallucination})", err=True)
     serve(app, host=host, port=port)
 
 
-def _warm_up(router, method: str) -> None:
+def _warm_up(router, method: str, model: str | None = None) -> None:
     """Load the index / embedding model now, so the first client request is not the slow one."""
     if router is not None:
         router.select("warm up", k=1, method=method)
-    elif method != "bm25":
+    if method != "bm25" and (router is None or model):
         from .dense import DEFAULT_MODEL, load_model
 
-        load_model(DEFAULT_MODEL)
+        load_model(model or DEFAULT_MODEL)
 
 
 def register(serve_app: typer.Typer) -> None:

@@ -163,3 +163,33 @@ def test_cli_tunes_with_a_holdout_and_reports_json(hub, tmp_path):
     res = _cli("tune", "--db", str(db), "--queries", str(bad), "--out", str(tmp_path / "m2"))
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
     assert "line 1: field 'relevant': 'torchhub/nope' is not" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_proxy_routes_request_tools_with_the_tuned_model(hub):
+    """`serve openai --model DIR`: tool lists that come with requests are routed by the tuned
+    encoder (real openai client → real proxy → scripted upstream)."""
+    import re
+
+    import openai
+
+    from apidb.loaders.openai import records_from_tools
+    from router.proxy import create_app
+    from router.router import Router
+    from tests.support.scripted_upstream import ScriptedUpstream, completion, offered_names
+    from tests.support.servers import ServerThread
+
+    ds, train, out, _ = hub
+    tools = [r.to_openai_tool(name=re.sub(r"[^A-Za-z0-9_-]", "_", r.id)[:64]) for r in ds.records]
+    recs = records_from_tools(tools, namespace="request")
+    tuned, base = Router(recs, model=str(out)), Router(recs)
+
+    def top(router, text):
+        return {s.record.name for s in router.select(text, k=3, method="dense")}
+
+    query = next(q.text for q in train if top(tuned, q.text) != top(base, q.text))
+    with ScriptedUpstream([completion("ok")]) as up:
+        app = create_app(up.base_url, None, k=3, method="dense", model=str(out))
+        with ServerThread(app) as srv:
+            c = openai.OpenAI(api_key="sk-test", base_url=f"{srv.url}/v1", max_retries=0)
+            c.chat.completions.create(model="m", messages=[{"role": "user", "content": query}], tools=tools)
+    assert set(offered_names(up.chat_requests[-1])) == top(tuned, query) != top(base, query)
