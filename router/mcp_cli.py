@@ -27,6 +27,8 @@ def serve_mcp(
     k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
     start_timeout: float = typer.Option(30.0, "--start-timeout", help="Seconds an upstream may take to start."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log upstream events to stderr."),
+    model: Optional[str] = typer.Option(None, "--model", help="Embedding model: the bundled id or a folder from "
+                                        "`toolsift tune` (default: the bundled MiniLM)."),
 ) -> None:
     """Serve many MCP servers behind search_tools and call_tool (plus pinned tools)."""
     import anyio
@@ -39,10 +41,14 @@ def serve_mcp(
         raise GatewayError(f"--transport must be stdio or http, not {transport!r}")
     if method is not None and method not in ("hybrid", "bm25", "dense"):
         raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
+    if model is not None:
+        from .dense import model_path
+
+        model_path(model)  # an unknown model fails now, not at the first search
     specs = load_config(config)
     # Logs go to stderr: on the stdio transport stdout carries the protocol.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
-    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout)
+    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout, model=model)
     if transport == "stdio":
         anyio.run(serve_stdio, gateway)
     else:

@@ -88,6 +88,11 @@ def test_config_file_shape_and_cli_error(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"error: {bad}: not valid JSON (line 1: "
                                                 "Expecting property name enclosed in double quotes)"]
+    proc = subprocess.run([sys.executable, "-m", "router.entry", "serve", "mcp", "--config", str(cfg),
+                           "--model", str(tmp_path / "no-such-model")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: unknown embedding model")
+    assert len(proc.stderr.strip().splitlines()) == 1
 
 
 # ---------------------------------------------------------------- in process, default ranking
