@@ -71,7 +71,7 @@ def _model(records, train: list, config) -> tuple[str, dict[str, Any]]:
                          "reused": False}
 
 
-def _recall(router, queries: list, method: str) -> dict[str, dict[str, float]]:
+def _top5(router, queries: list, method: str) -> dict[str, dict[str, float]]:
     return rt._run(router, queries, k=5, method=method)
 
 
@@ -96,11 +96,13 @@ def run_hub(hub: str, quick: bool, config) -> dict[str, Any]:
         model, info = _model(d.records, train, config)
         tuned = Router(d.records, model=model)
         for m in METHODS:
-            runs[(m, False)].update(_recall(base, test, m))
-            runs[(m, True)].update(_recall(tuned, test, m))
+            runs[(m, False)].update(_top5(base, test, m))
+            runs[(m, True)].update(_top5(tuned, test, m))
         scored += test
         trainings.append({"fold": label, "trained_on": info["examples"],
-                          "weights_chosen_on": info["router"]["chosen_on"], "weights": info["router"]["weights"], "scored": len(test), "model": model,
+                          "weights_chosen_on": info["router"]["chosen_on"], "weights": info["router"]["weights"],
+                          "weights_recall@5": info["router"]["hybrid_recall@5_by_dense_weight"],
+                          "scored": len(test), "model": f"<cache>/tuned/{Path(model).name}",
                           "seconds": info.get("seconds"), "reused": info["reused"]})
     row = {"hub": hub, "queries": len(scored), "folds": trainings}
     for (m, tuned), r in runs.items():
