@@ -74,6 +74,11 @@ def tune(db: Path = typer.Option(..., "--db", help="The catalog the queries are 
                               f"{after[method]:.3f}", highlight=False)
         out_console.print(f"  hybrid fusion weights (bm25, dense) chosen on the same held-out queries: {weights}; "
                           "stored in the folder, used whenever it is the model", highlight=False)
+    else:
+        from .router import RouterConfig
+
+        out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
+                          f"weights {RouterConfig().weights}", highlight=False)
     out_console.print(f"use it: toolsift index --db {db} --model {out}", highlight=False)
 
 

@@ -23,7 +23,7 @@ def hub(tmp_path_factory):
     from router.tune import TuneConfig, tune
 
     ds = load_dataset("apibench_torchhub")
-    train = apibench_training("torchhub")[::8][:96]  # spread over the hubs' APIs
+    train = apibench_training("torchhub")[::8][:96]  # spread over the hub's APIs
     examples = [(q.text, next(iter(q.relevant))) for q in train]
     out = tmp_path_factory.mktemp("tune") / "model"
     report = tune(ds.records, examples, out, config=TuneConfig(epochs=3, learning_rate=1e-4))
