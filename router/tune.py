@@ -219,6 +219,8 @@ def record_weights(folder: str | os.PathLike[str], weights: tuple[float, float],
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:
     """The fusion weights recorded in a tuned model folder, if any."""
+    if model_id == DEFAULT_MODEL:
+        return None
     path = Path(model_id) / TUNE_FILE
     if not path.is_file():
         return None
