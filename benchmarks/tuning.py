@@ -62,8 +62,9 @@ def _model(records, train: list, config) -> tuple[str, dict[str, Any]]:
     key = hashlib.sha256(spec.encode()).hexdigest()[:12]
     folder = default_cache_dir() / "tuned" / key
     info_path = folder / TUNE_FILE
-    if info_path.is_file() and "router" in json.loads(info_path.read_text(encoding="utf-8")):
-        return str(folder), {**json.loads(info_path.read_text(encoding="utf-8")), "reused": True}
+    saved = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
+    if "router" in saved:  # tuned and weighted by an earlier run
+        return str(folder), {**saved, "reused": True}
     report = tune(records, examples, folder, config=config)
     weights, scores = fit_weights(records, fit, str(folder))
     record_weights(folder, weights, scores, len(fit))

@@ -129,10 +129,16 @@ class Embedder:
         model_path(model_id)  # fail early, before any expensive work, on an unknown model
         self.model_id = model_id
         self.docs_encoded = 0
+        self._model = None
 
     @property
     def model(self):
-        return load_model(self.model_id)
+        # Pinned at first use: a router's query vectors must come from the weights its document
+        # vectors came from, even if the folder is tuned again while it runs (and a query then
+        # costs no look at the folder's files).
+        if self._model is None:
+            self._model = load_model(self.model_id)
+        return self._model
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64,
                on_batch: Callable[[int], None] | None = None) -> np.ndarray:

@@ -167,7 +167,8 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
                           f"run `toolsift index --db {db} --model {model}` or omit --model")
     bdir = idir / manifest["build"]
     same_records = manifest.get("digest") == _digest(records)
-    same_model = manifest.get("model_identity", model_identity(model_id)) == model_identity(model_id)
+    identity = model_identity(model_id)
+    same_model = manifest.get("model_identity", identity) == identity
     fresh = same_records and manifest.get("field_weights") == weights
     lexical = None
     if fresh:

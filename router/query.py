@@ -105,7 +105,6 @@ def split_query(query: str, max_parts: int = 4) -> list[str]:
     return parts[:max_parts]
 
 
-
 _SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\s*\n\s*")
 _MIN_SENTENCE_WORDS = 3
 

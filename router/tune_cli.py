@@ -82,24 +82,27 @@ def tune(db: Path = typer.Option(..., "--db", help="The catalog the queries are 
     out_console.print(f"use it: toolsift index --db {db} --model {out}", highlight=False)
 
 
+def _busy(message: str, quiet: bool):
+    """A spinner on stderr for a step without a known length (nothing with --json)."""
+    import contextlib
+
+    return contextlib.nullcontext() if quiet else err.status(message)
+
+
 def _measure(records, test, model: str, which: str, quiet: bool):
     """Recall@5 on the held-out queries (embeds the catalog with that model: can take a minute)."""
     from .tune import recall_at
 
     if not test:
         return None
-    if quiet:
-        return recall_at(records, test, model)
-    with err.status(f"Recall@5 of the {which} on {len(test)} held-out queries"):
+    with _busy(f"Recall@5 of the {which} on {len(test)} held-out queries", quiet):
         return recall_at(records, test, model)
 
 
 def _fit(records, test, model: str, quiet: bool):
     from .tune import fit_weights
 
-    if quiet:
-        return fit_weights(records, test, model)
-    with err.status(f"choosing the hybrid fusion weights on {len(test)} held-out queries"):
+    with _busy(f"choosing the hybrid fusion weights on {len(test)} held-out queries", quiet):
         return fit_weights(records, test, model)
 
 
