@@ -1,7 +1,27 @@
-"""Error hierarchy shared by every toolsift package.
+"""The root of toolsift's error tree, and the catalog's own errors.
 
-`ToolsiftError` is the one base class the CLI catches to print a one-line message
-instead of a traceback; each concern has its own subclass.
+Every error toolsift raises on purpose is a `ToolsiftError`; the command line prints one as a
+single ``error: ...`` line and exits 2 (never a traceback). Each package adds one subclass,
+declared in that package's own ``errors`` module::
+
+    ToolsiftError                      apidb.errors
+    ├── CatalogError                   apidb.errors           the catalog file or an operation on it
+    │   └── LoadError                  apidb.errors           a source file cannot become records
+    ├── CheckerError                   checker.errors         bad checker input or mode
+    │   └── AuditError                 checker.errors         a response or gold file cannot be read
+    ├── RouterError                    router.errors          bad query or control, unusable index
+    ├── MiddlewareError                router.middleware.errors
+    │   ├── RequestError               a client's request is malformed (proxy: 400)
+    │   │   └── WireError              the body is not a well-formed Chat Completions request
+    │   └── HallucinatedCallError      the model's tool calls fail the checker (mode "raise")
+    ├── GatewayError                   router.gateway.errors  bad MCP gateway config or call
+    ├── AgentError                     router.agent.errors    bad loop settings (also a ValueError)
+    ├── CliError                       router.cli.errors      a command-line value that cannot work
+    └── BenchmarkError                 benchmarks.errors      a benchmark cannot run
+        ├── DatasetError               a dataset is unknown, missing or malformed
+        └── MethodError                a retrieval method is unknown or unsupported
+
+The root lives here because apidb is the bottom layer: every other package may import it.
 """
 from __future__ import annotations
 
@@ -14,7 +34,7 @@ class CatalogError(ToolsiftError):
     """The catalog file is missing, corrupt, or an operation on it failed."""
 
 
-class LoadError(ToolsiftError):
+class LoadError(CatalogError):
     """A source file could not be turned into API records.
 
     The message always names the file, and where known the record (index or name)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .names import openai_name
+
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-_OPENAI_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 # Metadata that says where a record sat in its source, not what the API is: kept and
 # stored, but left out of the content hash so deleting one line of a source does not
 # make every later record look changed (and re-embedded).
@@ -80,7 +80,7 @@ class ApiRecord:
 
     def openai_name(self) -> str:
         """A name OpenAI accepts (``^[a-zA-Z0-9_-]{1,64}$``)."""
-        return _OPENAI_NAME.sub("_", self.name)[:64] or "tool"
+        return openai_name(self.name)
 
     def to_openai_tool(self, name: str | None = None) -> dict[str, Any]:
         """This record as a Chat Completions ``tools`` entry."""

@@ -1,6 +1,6 @@
 """JSON tool-call checker over the BFCL v4 AST categories that have possible answers.
 
-    python -m benchmarks.bfcl_check [--out DIR] [--quick]     (or: toolsift bench bfcl)
+    toolsift bench bfcl [--out DIR] [--quick]
 
 For every entry, the answer built from the first allowed value of each parameter
 (skipping "" = may omit, and null) is checked against the entry's own function docs
@@ -11,16 +11,13 @@ not hidden. Also measures checker throughput. Writes DIR/results.json and DIR/re
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from apidb.errors import ToolsiftError
 
-from .script import quick_main
+from .shared_data import data_dir, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_N = 25  # entries per category in --quick mode
@@ -28,14 +25,7 @@ _MISSING = object()
 
 
 def bfcl_dir() -> Path:
-    path = Path(os.environ.get("TOOLSIFT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "bfcl"
-    if not (path / "possible_answer").exists():
-        raise ToolsiftError(f"{path}: BFCL data not found (set TOOLSIFT_SHARED_DATA)")
-    return path
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return data_dir("bfcl", "possible_answer", "BFCL")
 
 
 def entries(quick: bool = False) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -43,8 +33,8 @@ def entries(quick: bool = False) -> Iterator[tuple[str, dict[str, Any], dict[str
     root = bfcl_dir()
     for answers in sorted((root / "possible_answer").glob("BFCL_v4_*.json")):
         category = answers.stem.replace("BFCL_v4_", "")
-        questions = {q["id"]: q for q in _jsonl(root / answers.name)}
-        rows = _jsonl(answers)
+        questions = {q["id"]: q for q in read_jsonl(root / answers.name)}
+        rows = read_jsonl(answers)
         for a in rows[:QUICK_N] if quick else rows:
             yield category, questions[a["id"]], a
 
@@ -108,7 +98,7 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
     total = sum(sum(c.values()) for c in per_cat.values())
     correct = sum(c["correct"] for c in per_cat.values())
     results = {
-        "command": "python -m benchmarks.bfcl_check" + (" --quick" if quick else ""), "quick": quick,
+        "command": "toolsift bench bfcl" + (" --quick" if quick else ""), "quick": quick,
         "entries": total, "correct": correct, "not_correct": total - correct,
         "by_category": {cat: dict(c) for cat, c in sorted(per_cat.items())},
         "exception_kinds": dict(Counter(e["verdict"] for e in exceptions)),
@@ -141,15 +131,3 @@ def render(r: dict[str, Any]) -> str:
     rows = [[e["id"], e["verdict"], e["defects"][0][:140].replace("|", "\\|")] for e in r["exceptions"]]
     parts += [md_table(["id", "verdict", "first defect"], rows) if rows else "none", ""]
     return "\n".join(parts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return quick_main(argv, prog="benchmarks.bfcl_check", doc=__doc__, run=run,
-                      default_out=ROOT / "benchmarks" / "results" / "bfcl",
-                      quick_help=f"first {QUICK_N} entries per category",
-                      summary=lambda res: f"{res['correct']}/{res['entries']} correct; "
-                                          f"{res['throughput']['checks_per_second']:.0f} checks/s")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

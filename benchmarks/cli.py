@@ -1,7 +1,9 @@
 """`toolsift bench ...`: one command per benchmark, each writing results.json + report.md.
 
-Every benchmark module is imported inside its command (they pull ranx, matplotlib,
-torch), so `toolsift --help` stays fast.
+This is the benchmarks' only command line: it joins the `toolsift` tree as a plug-in (the
+``toolsift.commands`` entry point in pyproject.toml), so the product never imports this package.
+Every benchmark module is imported inside its command (they pull ranx, matplotlib, torch), so
+`toolsift --help` stays fast.
 """
 from __future__ import annotations
 
@@ -9,28 +11,20 @@ import importlib
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 
 from apidb.errors import ToolsiftError
 
+from router.cli.options import Db, catalog_path
+
+from .errors import BenchmarkError
+
 RESULTS = Path(__file__).resolve().parent / "results"
-# command -> (module, what it does); each module exposes run(out_dir, quick)
-DELEGATED = {
-    "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
-    "bfcl": ("benchmarks.bfcl_check", "JSON checker over the BFCL AST categories, plus throughput"),
-    "router": ("benchmarks.router_targets", "router quality and speed targets (issue 3)"),
-    "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
-    "proxy": ("benchmarks.proxy_overhead", "middleware/proxy overhead per request"),
-}
 
 bench_app = typer.Typer(name="bench", no_args_is_help=True,
                         help="Benchmarks on the real public data: retrieval, scale, Gorilla audit, BFCL, router, proxy.")
-
-
-class BenchError(ToolsiftError):
-    """A benchmark could not run (module missing, bad option)."""
 
 
 def _command() -> str:
@@ -54,22 +48,22 @@ def retrieval_cmd(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/retrieval)"),
     quick: bool = typer.Option(False, "--quick", help="CI sample: 30 queries and at most 100 tools per dataset"),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="sample size per dataset"),
-    db: Optional[Path] = typer.Option(None, "--db", help="your catalog, to benchmark with --queries"),
+    db: Db = None,
     queries: Optional[Path] = typer.Option(None, "--queries", help="your labelled queries (JSONL: id, query or "
                                            "messages, relevant: record ids or unique tool names)"),
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
     your own catalog and labelled queries (--db with --queries)."""
     from . import retrieval
-    from .datasets import DatasetError
+    from .errors import DatasetError
 
-    if (db is None) != (queries is None):
-        raise DatasetError("--db and --queries go together: your catalog and your labelled queries")
     custom = []
-    if db is not None:
+    if queries is not None:  # your catalog (--db, else $TOOLSIFT_DB) with your labelled queries
         from .custom import load_custom
 
-        custom = [load_custom(db, queries)]
+        custom = [load_custom(catalog_path(db), queries)]
+    elif db is not None:
+        raise DatasetError("--db and --queries go together: give the labelled queries for that catalog")
     # your own runs never overwrite the committed public report
     target = out or (Path("bench-out") / "retrieval" if custom else _out(out, "retrieval", quick))
     res = retrieval.run(_csv(datasets), _csv(methods), target, quick, max_queries, command=_command(),
@@ -93,34 +87,95 @@ def scale_cmd(
     typer.echo(f"wrote {target / 'report.md'} ({res['wall_seconds']:.0f} s)")
 
 
-def run_delegated(name: str, out: Optional[Path], quick: bool) -> None:
+def _router_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/router_targets)"),
+    quick: bool = typer.Option(False, "--quick", help="a small sample and a smaller grid (CI)"),
+    no_grid: bool = typer.Option(False, "--no-grid", help="skip the tuning grid (score the shipped defaults only)"),
+    warm: bool = typer.Option(False, "--warm", help="only embed the corpora and queries into the cache"),
+    render: bool = typer.Option(False, "--render", help="only rewrite report.md from OUT/results.json"),
+) -> None:
+    """Router quality and speed targets: the defaults' grid, StableToolBench nDCG@5, APIBench Recall@5."""
+    from . import router_targets as rt
+
+    if render:
+        import json
+
+        target = out or rt.DEFAULT_OUT
+        rt.write_report(json.loads((target / "results.json").read_text(encoding="utf-8")), target)
+    elif warm:
+        rt.warm(quick)
+    else:
+        rt.run(_out(out, "router_targets", quick), quick=quick, do_grid=not no_grid)
+    typer.echo(f"wrote {_out(out, 'router_targets', quick) / 'report.md'}")
+
+
+def _proxy_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/proxy)"),
+    quick: bool = typer.Option(False, "--quick", help="100 concurrent requests and 60 token queries (CI)"),
+    method: str = typer.Option("bm25", "--method", help="bm25 | hybrid | dense"),
+    k: int = typer.Option(5, "-k", help="tools kept per request"),
+) -> None:
+    """Middleware/proxy overhead per request (own time, CPU, tokens saved)."""
+    from . import proxy_overhead
+
+    if method not in ("bm25", "hybrid", "dense"):
+        raise BenchmarkError(f"--method must be bm25, hybrid or dense, not {method!r}")
+    target = _out(out, "proxy", quick)
+    res = proxy_overhead.run(target, quick=quick, method=method, k=k)
+    typer.echo(proxy_overhead._report(res))
+    typer.echo(f"wrote {target / 'report.md'}")
+
+
+# name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
+DELEGATED = {
+    "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
+    "bfcl": ("benchmarks.bfcl_check", "JSON checker over the BFCL AST categories, plus throughput"),
+    "router": ("benchmarks.router_targets", "Router quality and speed targets"),
+    "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
+    "proxy": ("benchmarks.proxy_overhead", "Middleware/proxy overhead per request"),
+}
+FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
+# One line about a finished run, for the commands that take only --out and --quick.
+SUMMARIES: dict[str, Callable[[dict], str]] = {
+    "gorilla": lambda r: f"max |diff| {r['max_abs_diff']} points, {r['wall_seconds']:.1f} s",
+    "bfcl": lambda r: f"{r['correct']}/{r['entries']} correct, {r['throughput']['checks_per_second']:.0f} checks/s",
+    "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
+}
+
+
+def run_delegated(name: str, out: Optional[Path], quick: bool) -> dict:
+    """Benchmark ``name`` with its default options: ``module.run(out, quick)``."""
     module, _ = DELEGATED[name]
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name == module:
-            raise BenchError(f"benchmark {name!r} is not available: module {module} is missing") from None
+            raise BenchmarkError(f"benchmark {name!r} is not available: module {module} is missing") from None
         raise
     if not hasattr(mod, "run"):
-        raise BenchError(f"benchmark {name!r}: {module} has no run(out_dir, quick) function")
-    target = _out(out, name, quick)
-    mod.run(target, quick)
-    typer.echo(f"wrote {target}")
+        raise BenchmarkError(f"benchmark {name!r}: {module} has no run(out_dir, quick) function")
+    target = _out(out, FOLDERS.get(name, name), quick)
+    res = mod.run(target, quick)
+    summary = SUMMARIES.get(name)
+    typer.echo(f"wrote {target / 'report.md'}" + (f": {summary(res)}" if summary else ""))
+    return res
 
 
-def _delegated_command(name: str, doc: str):
+def _simple(name: str) -> Callable[..., None]:
     def command(
         out: Optional[Path] = typer.Option(None, "--out", help=f"output folder (default: benchmarks/results/{name})"),
         quick: bool = typer.Option(False, "--quick", help="a small sample (CI)"),
     ) -> None:
         run_delegated(name, out, quick)
 
-    command.__doc__ = doc
+    command.__doc__ = DELEGATED[name][1]
     return command
 
 
-for _name, (_module, _doc) in DELEGATED.items():
-    bench_app.command(_name)(_delegated_command(_name, _doc))
+for _name in SUMMARIES:
+    bench_app.command(_name)(_simple(_name))
+bench_app.command("router")(_router_cmd)
+bench_app.command("proxy")(_proxy_cmd)
 
 
 @bench_app.command("all")
@@ -135,7 +190,7 @@ def all_cmd(
     failed: list[str] = []
     steps = [("retrieval", lambda: retrieval.run(None, None, base / "retrieval", quick, command=_command())),
              ("scale", lambda: scale.run(base / "scale", quick, command=_command()))]
-    steps += [(n, (lambda n=n: run_delegated(n, base / n, quick))) for n in DELEGATED]
+    steps += [(n, (lambda n=n: run_delegated(n, base / FOLDERS.get(n, n), quick))) for n in DELEGATED]
     for name, step in steps:
         typer.echo(f"== bench {name}", err=True)
         try:
@@ -144,7 +199,7 @@ def all_cmd(
             typer.echo(f"error: {name}: {exc}", err=True)
             failed.append(name)
     if failed:
-        raise BenchError(f"{len(failed)} benchmark(s) failed: {', '.join(failed)}")
+        raise BenchmarkError(f"{len(failed)} benchmark(s) failed: {', '.join(failed)}")
     typer.echo(f"all benchmarks written under {base}")
 
 

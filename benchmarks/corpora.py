@@ -17,10 +17,10 @@ from apidb.loaders import load
 from apidb.loaders.common import slug
 from apidb.record import ApiRecord, make_id
 
+from .shared_data import data_root, read_jsonl
+
 
 def _root() -> Path:
-    from .datasets import data_root
-
     return data_root()
 
 
@@ -43,7 +43,7 @@ def _read(rel: str) -> Any:
     path = _root() / rel
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl" or (path.suffix == ".json" and text.lstrip().startswith("{") and "\n{" in text):
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return read_jsonl(path)
     return json.loads(text)
 
 

@@ -11,21 +11,18 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from apidb.errors import ToolsiftError
 from apidb.record import ApiRecord
 
+from .errors import DatasetError
+from .shared_data import data_root, read_jsonl
+
 from . import corpora
-
-
-class DatasetError(ToolsiftError):
-    """A benchmark dataset is unknown, or its files are missing or malformed."""
 
 
 @dataclass
@@ -67,12 +64,6 @@ _FILES: dict[str, tuple[str, ...]] = {
     "bfcl_live_multiple": ("bfcl/BFCL_v4_live_multiple.json", "bfcl/possible_answer/BFCL_v4_live_multiple.json"),
 }
 DATASETS: tuple[str, ...] = tuple(_FILES)
-
-
-def data_root() -> Path:
-    """``$TOOLSIFT_SHARED_DATA`` or ``<repo>/../shared/data``."""
-    env = os.environ.get("TOOLSIFT_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def required_files(name: str) -> tuple[str, ...]:
@@ -122,14 +113,7 @@ def _json(rel: str) -> Any:
 
 
 def _jsonl(rel: str) -> list[Any]:
-    out = []
-    for lineno, line in enumerate(_path(rel).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{_path(rel)}: malformed JSON on line {lineno}: {exc.msg}") from None
-    return out
+    return read_jsonl(_path(rel))
 
 
 def _squash(text: str) -> str:

@@ -1,6 +1,6 @@
 """Gorilla hallucination-audit reproduction: both checker modes over the 24 released response files.
 
-    python -m benchmarks.gorilla_audit [--out DIR] [--quick]     (or: toolsift bench gorilla)
+    toolsift bench gorilla [--out DIR] [--quick]
 
 Writes DIR/results.json and DIR/report.md: our Gorilla-compatible figures beside the
 upstream ones (shared/data/README.md §1.5), the strict-mode table, a per-hub breakdown
@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from apidb.errors import ToolsiftError
 
-from .script import quick_main
+from .shared_data import data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 HUBS = {  # namespace -> (API database, APIBench eval file)
@@ -47,10 +45,7 @@ QUICK_N = 40     # responses per file in --quick mode
 
 
 def shared_dir() -> Path:
-    path = Path(os.environ.get("TOOLSIFT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "gorilla"
-    if not path.exists():
-        raise ToolsiftError(f"{path}: Gorilla data not found (set TOOLSIFT_SHARED_DATA)")
-    return path
+    return data_dir("gorilla", what="Gorilla")
 
 
 def response_file(hub: str, variant: str) -> Path:
@@ -160,7 +155,7 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
     backend = GorillaDB([], "hf").backend
     diffs = [abs(v) for f in files for v in f.get("diff", {}).values()]
     results = {
-        "command": "python -m benchmarks.gorilla_audit" + (" --quick" if quick else ""),
+        "command": "toolsift bench gorilla" + (" --quick" if quick else ""),
         "quick": quick, "gorilla_backend": backend, "tolerance_points": TOLERANCE,
         "max_abs_diff": max(diffs) if diffs else None,
         "within_tolerance": (max(diffs) <= TOLERANCE) if diffs else None,
@@ -249,17 +244,3 @@ def render(r: dict[str, Any]) -> str:
               f"({tp['calls_per_wall_second']:.0f}/s wall). Load average during the run: "
               f"{tp['load_average']} on {tp['cpus']} CPUs.", ""]
     return "\n".join(parts)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return quick_main(argv, prog="benchmarks.gorilla_audit", doc=__doc__, run=run,
-                      default_out=ROOT / "benchmarks" / "results" / "gorilla",
-                      quick_help=f"first {QUICK_N} responses per file",
-                      summary=lambda res: f"max |diff| {res['max_abs_diff']} points; strict "
-                                          f"{res['strict_throughput']['answers_per_second']:.0f} answers/s, "
-                                          f"{res['strict_throughput']['calls_per_second']:.0f} calls/s; "
-                                          f"{res['wall_seconds']:.1f} s")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

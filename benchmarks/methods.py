@@ -10,12 +10,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from apidb.errors import ToolsiftError
 from apidb.record import ApiRecord
 
-
-class MethodError(ToolsiftError):
-    """A method is unknown, or the router does not offer the option it needs."""
+from .errors import MethodError
 
 
 class Searcher(Protocol):
@@ -105,7 +102,7 @@ def router_class() -> Any:
         from router import Router
     except ImportError:
         try:
-            from router.router import Router
+            from router import Router
         except ImportError:
             return None
     return Router
@@ -118,7 +115,7 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
     if Router is None:
         raise MethodError("the router package is not importable")
     if uniform_fields:
-        from router.router import RouterConfig
+        from router import RouterConfig
         from router.text import DEFAULT_FIELD_WEIGHTS
 
         cfg = RouterConfig(field_weights={f: 1 for f in DEFAULT_FIELD_WEIGHTS})
@@ -131,7 +128,7 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
 
 def default_fusion() -> str | None:
     try:
-        from router.router import RouterConfig
+        from router import RouterConfig
     except ImportError:
         return None
     return RouterConfig().fusion

@@ -1,6 +1,6 @@
 """Proxy overhead and prompt-token saving, on the real StableToolBench endpoints.
 
-    python -m benchmarks.proxy_overhead [--quick] [--out DIR] [--method bm25|hybrid] [-k 5]
+    toolsift bench proxy [--quick] [--out DIR] [--method bm25|hybrid] [-k 5]
 
 1. Overhead: every request carries all StableToolBench endpoints as tools (2,211 after the
    few duplicate names are dropped; ~1.1 MB of JSON) and one real query. The same requests go
@@ -23,7 +23,6 @@ what the proxy adds.
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -37,25 +36,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from apidb.errors import ToolsiftError
+from .errors import BenchmarkError
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class ProxyBenchError(ToolsiftError):
-    """The proxy benchmark could not run (proxy did not start, scripted upstream missing)."""
 
 
 def _start_upstream(log: Path) -> tuple[subprocess.Popen, str]:
     """The scripted upstream (tests/support/scripted_upstream.py) in its own process; its base URL."""
     if not (ROOT / "tests" / "support" / "scripted_upstream.py").exists():
-        raise ProxyBenchError("tests/support/scripted_upstream.py is missing; run from a checkout of the repository")
+        raise BenchmarkError("tests/support/scripted_upstream.py is missing; run from a checkout of the repository")
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.scripted_upstream"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=log.open("wb"), text=True)
     url = proc.stdout.readline().strip() if proc.stdout else ""
     if not url.startswith("http://"):
         proc.kill()
-        raise ProxyBenchError(f"the scripted upstream did not start: {log.read_text()[-2000:]}")
+        raise BenchmarkError(f"the scripted upstream did not start: {log.read_text()[-2000:]}")
     return proc, url
 
 
@@ -121,7 +116,7 @@ def _start_proxy(db: Path, upstream: str, method: str, k: int, log: Path) -> tup
     import httpx
 
     port = _free_port()
-    cmd = [sys.executable, "-m", "router.entry", "serve", "openai", "--db", str(db), "--upstream", upstream,
+    cmd = [sys.executable, "-m", "router.cli", "serve", "openai", "--db", str(db), "--upstream", upstream,
            "--port", str(port), "-k", str(k), "--method", method, "--timeout", "120"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), env=env, cwd=ROOT)
@@ -129,14 +124,14 @@ def _start_proxy(db: Path, upstream: str, method: str, k: int, log: Path) -> tup
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise ProxyBenchError(f"proxy exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            raise BenchmarkError(f"proxy exited with {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.kill()
-    raise ProxyBenchError("proxy did not become healthy within 120 s")
+    raise BenchmarkError("proxy did not become healthy within 120 s")
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -152,7 +147,7 @@ def _catalog(records: list[Any], method: str) -> Path:
     """The endpoints as a catalog file, kept under the toolsift cache so that the dense index
     (needed for hybrid/dense; ~30 s of embedding the first time) is built only once."""
     from apidb import Catalog
-    from router.router import default_cache_dir
+    from router.dense import default_cache_dir
 
     work = default_cache_dir() / "bench-proxy-overhead"
     work.mkdir(parents=True, exist_ok=True)
@@ -242,8 +237,8 @@ def _overhead(records: list[Any], tools: list[dict], queries: list[Any], *, quic
 
 
 def _token_saving(tools: list[dict], queries: list[Any], records: list[Any], *, method: str, k: int) -> dict:
-    from router.router import Router
-    from router.routing import RequestRouter
+    from router import Router
+    from router.middleware.request import RequestRouter
     from router.tokens import tool_tokens
 
     # the same routing the proxy does: request tools looked up in the catalog (and its indexes)
@@ -346,7 +341,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "b
         overhead = _overhead(records, tools, queries, quick=quick, method=method, k=k, work=Path(tmp))
     token_queries = queries[:60] if quick else queries
     tokens = _token_saving(tools, token_queries, records, method=method, k=k)
-    res = {"command": "python -m benchmarks.proxy_overhead" + (" --quick" if quick else "")
+    res = {"command": "toolsift bench proxy" + (" --quick" if quick else "")
            + (f" --method {method}" if method != "bm25" else "") + (f" -k {k}" if k != 5 else ""),
            "machine": f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
            "load_average_1m": {"before": load_before, "after": _loadavg()},
@@ -354,21 +349,3 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, method: str = "b
     (out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "report.md").write_text(_report(res))
     return res
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.proxy_overhead", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="100 concurrent requests and 60 token queries (CI)")
-    ap.add_argument("--out", default=None, help="default: benchmarks/results/proxy (quick: results/quick/proxy)")
-    ap.add_argument("--method", default="bm25", choices=("bm25", "hybrid", "dense"))
-    ap.add_argument("-k", type=int, default=5)
-    args = ap.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = Path(args.out) if args.out else (RESULTS / "quick" / "proxy" if args.quick else DEFAULT_OUT)
-    res = run(out, quick=args.quick, method=args.method, k=args.k)
-    print(_report(res))
-    print(f"wrote {out / 'results.json'} and report.md")
-
-
-if __name__ == "__main__":
-    main()

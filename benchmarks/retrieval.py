@@ -1,6 +1,6 @@
 """Retriever comparison: every method on every dataset, one run, ranx metrics.
 
-    python -m benchmarks.retrieval [--datasets a,b] [--methods m,n] [--out DIR] [--quick]
+    toolsift bench retrieval [--datasets a,b] [--methods m,n] [--out DIR] [--quick]
 
 Writes DIR/results.json (every number), DIR/report.md and PNG plots. Metrics come from
 ranx (Qrels/Run/evaluate/compare); latency, build time, peak memory and prompt tokens
@@ -8,7 +8,6 @@ are measured here around the methods' own calls.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import platform
@@ -22,8 +21,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .datasets import DATASETS, Dataset, DatasetError, Query, available, load_dataset
-from .methods import (DEFAULT_METHODS, METHODS, MethodError, MethodSpec, Oracle, RankBM25, RouterSearch,
+from .datasets import DATASETS, Dataset, Query, available, load_dataset
+from .errors import DatasetError, MethodError
+from .methods import (DEFAULT_METHODS, METHODS, MethodSpec, Oracle, RankBM25, RouterSearch,
                       build_router, default_fusion, one_torch_thread, router_class)
 
 K_MAX = 20  # depth of every run: the Recall@k curves go to 20
@@ -263,7 +263,7 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
     max_q = max_queries if max_queries is not None else (QUICK_QUERIES if quick else None)
     need_dense = any(s.kind == "router" and s.select.get("method") != "bm25" for s in specs)
     results: dict[str, Any] = {
-        "command": command or "python -m benchmarks.retrieval " + " ".join(map(shlex.quote, sys.argv[1:])),
+        "command": command or "toolsift bench retrieval " + " ".join(map(shlex.quote, sys.argv[1:])),
         "versions": versions(), "quick": quick, "max_queries": max_q, "k_max": K_MAX,
         "metrics": METRICS, "domain_metrics": DOMAIN_METRICS, "default_fusion": default_fusion(),
         "methods": {s.name: s.label for s in specs}, "methods_skipped": skipped, "datasets": {},
@@ -314,26 +314,3 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         if stb:
             out[method]["mean_stabletoolbench"] = {k: float(np.mean([m[k] for m in stb])) for k in METRICS}
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", help=f"comma-separated, default all: {','.join(DATASETS)}")
-    ap.add_argument("--methods", help=f"comma-separated, default all: {','.join(METHODS)}")
-    ap.add_argument("--out", default=str(DEFAULT_OUT))
-    ap.add_argument("--quick", action="store_true",
-                    help=f"CI sample: {QUICK_QUERIES} queries and at most {QUICK_RECORDS} tools per dataset")
-    ap.add_argument("--max-queries", type=int)
-    args = ap.parse_args(argv)
-    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
-    try:
-        res = run(split(args.datasets), split(args.methods), args.out, args.quick, args.max_queries)
-    except (DatasetError, MethodError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {Path(args.out) / 'report.md'} in {res['wall_seconds']:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """The router issue's targets: quality on StableToolBench + APIBench, speed at 20k tools,
 incremental re-index; plus the grid that chose the router's field and fusion weights.
 
-    python -m benchmarks.router_targets [--quick] [--out DIR] [--no-grid]
+    toolsift bench router [--quick] [--out DIR] [--no-grid]
 
 Writes DIR/results.json and DIR/report.md (default benchmarks/results/router_targets).
 Metrics come from ranx (Qrels/Run/evaluate). Embeddings are cached by (model, content
@@ -9,13 +9,11 @@ hash) under $TOOLSIFT_CACHE or ~/.cache/toolsift, query vectors under its querie
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +32,7 @@ QUICK_QUERIES = 60
 
 
 def _cache_dir() -> Path:
-    from router.router import default_cache_dir
+    from router.dense import default_cache_dir
 
     return default_cache_dir()
 
@@ -94,7 +92,7 @@ def load_sets(quick: bool) -> dict[str, Any]:
 def build_routers(sets: dict[str, Any], weights: dict[str, int] | None = None, base: dict | None = None) -> dict:
     """One router per corpus (the four StableToolBench files share one corpus). With
     ``base`` the dense index is reused, so a field-weight grid never re-embeds."""
-    from router.router import Router, RouterConfig
+    from router import Router, RouterConfig
 
     cfg = RouterConfig(field_weights=weights) if weights else RouterConfig()
     routers: dict[str, Any] = {}
@@ -188,7 +186,7 @@ def grid(sets: dict, base_routers: dict, quick: bool) -> dict[str, Any]:
     settings, sub-query splitting, query-term counting and sentence matching: all chosen on
     the dev half of every dataset's queries, each stage keeping the current default unless
     another setting beats it by more than KEEP_DEFAULT_MARGIN."""
-    from router.router import RouterConfig
+    from router import RouterConfig
     from router.text import DEFAULT_FIELD_WEIGHTS
 
     d = RouterConfig()
@@ -264,7 +262,7 @@ def grid(sets: dict, base_routers: dict, quick: bool) -> dict[str, Any]:
 
 def chosen_config(log: dict[str, Any] | None):
     """The RouterConfig the grid chose (the router's defaults when there was no grid)."""
-    from router.router import RouterConfig
+    from router import RouterConfig
 
     if not log:
         return RouterConfig()
@@ -356,9 +354,9 @@ def speed(sets: dict, quick: bool) -> dict[str, Any]:
     """
     from rank_bm25 import BM25Okapi
 
-    from router.dense import DenseIndex, shared_cache
-    from router.router import Router
-    from router.text import batch_tokens, record_passage, tokenize
+    from router.dense import DenseIndex
+    from router import Router
+    from router.text import batch_tokens, tokenize
 
     real = list(sets[STB[0]].records) + [r for n in APIBENCH for r in sets[n].records]
     recs, src = replicate(real, SPEED_N)
@@ -446,7 +444,7 @@ def reindex(sets: dict) -> dict[str, Any]:
 
 
 def Router_with_vectors(recs):
-    from router.router import Router
+    from router import Router
 
     r = Router(recs)
     r.dense_index()  # make sure the shared cache holds these records' vectors
@@ -571,7 +569,7 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, do_g
     warnings.filterwarnings("ignore", module="numba")
     out = Path(out_dir) if out_dir else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
-    cmd = "python -m benchmarks.router_targets" + (" --quick" if quick else "") + ("" if do_grid else " --no-grid")
+    cmd = "toolsift bench router" + (" --quick" if quick else "") + ("" if do_grid else " --no-grid")
     results: dict[str, Any] = {"command": cmd, "quick": quick,
                                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"}
     sets = load_sets(quick)
@@ -613,25 +611,3 @@ def warm_sets(sets: dict) -> None:
         r = router_for(routers, name)
         r.dense_index()
         r.encode_queries.warm([q.text for q in d.queries] + [s for q in d.queries for s in query_sentences(q.text)])
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.router_targets", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help=f"{QUICK_QUERIES} queries per dataset, smaller grid")
-    ap.add_argument("--no-grid", action="store_true", help="skip the tuning grid")
-    ap.add_argument("--out", default=None, help=f"output folder (default {DEFAULT_OUT})")
-    ap.add_argument("--warm", action="store_true", help="only embed corpora and queries into the cache")
-    ap.add_argument("--render", action="store_true", help="only rewrite report.md from OUT/results.json")
-    a = ap.parse_args(argv)
-    if a.render:
-        out = Path(a.out) if a.out else DEFAULT_OUT
-        write_report(json.loads(out.joinpath("results.json").read_text(encoding="utf-8")), out)
-        return
-    if a.warm:
-        warm(a.quick)
-        return
-    run(a.out, quick=a.quick, do_grid=not a.no_grid)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """Scale: route latency, build time and memory against catalog size.
 
-    python -m benchmarks.scale [--sizes 2000,20000,100000] [--out DIR] [--quick]
+    toolsift bench scale [--sizes 2000,20000,100000] [--out DIR] [--quick]
 
 Catalogs are synthetic replicas of real ones (StableToolBench union, LiveMCPBench,
 APIBench HF, MetaTool, RestBench TMDB + Spotify: 3,946 real tools). Replica ``i`` of a record:
@@ -13,7 +13,6 @@ the router's embedding cache) plus a small deterministic Gaussian perturbation
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
@@ -99,7 +98,7 @@ def base_vectors(base: list[ApiRecord]) -> np.ndarray:
     """Embeddings of the base records through the router's cache (encodes only what it lacks)."""
     from router import text as rtext
     from router.dense import Embedder, embed_with_cache, shared_cache
-    from router.router import default_cache_dir
+    from router.dense import default_cache_dir
 
     emb = Embedder()
     vecs, _ = embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id),
@@ -142,7 +141,7 @@ def _latency(fn: Callable[[str], Any], queries: list[str]) -> dict[str, float]:
 
 def measure_size(records: list[ApiRecord], vecs: np.ndarray, queries: list[str], methods: tuple[str, ...]) -> dict:
     from router.dense import DenseIndex
-    from router.router import Router
+    from router import Router
 
     out: dict[str, Any] = {}
     if "rank_bm25" in methods:
@@ -184,7 +183,7 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int]
     t0 = time.perf_counter()
     bvecs = base_vectors(base)
     results: dict[str, Any] = {
-        "command": command or "python -m benchmarks.scale " + " ".join(sys.argv[1:]), "versions": versions(),
+        "command": command or "toolsift bench scale " + " ".join(sys.argv[1:]), "versions": versions(),
         "quick": quick, "base_datasets": list(QUICK_BASE if quick else BASE_DATASETS), "base_records": len(base),
         "base_embedding_seconds": time.perf_counter() - t0, "n_queries": len(queries), "sigma": SIGMA,
         "how": __doc__.split("\n\n", 2)[2].strip(), "methods": list(meths), "sizes": {}}
@@ -258,21 +257,3 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "scale.png", dpi=110)
     plt.close(fig)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", help="comma-separated catalog sizes")
-    ap.add_argument("--methods", help=f"comma-separated, default {','.join(METHODS)}")
-    ap.add_argument("--out", default=str(DEFAULT_OUT))
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
-    meths = [m.strip() for m in args.methods.split(",")] if args.methods else None
-    res = run(args.out, args.quick, sizes, meths)
-    print(f"wrote {Path(args.out) / 'report.md'} in {res['wall_seconds']:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

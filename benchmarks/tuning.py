@@ -1,6 +1,6 @@
 """APIBench Recall@5 with the dense encoder tuned on labelled questions (`toolsift tune`).
 
-    toolsift bench tuning [--quick]        (or: python -m benchmarks.tuning)
+    toolsift bench tuning [--quick]
 
 No question is scored by a model that saw it:
 - TorchHub: tuned on the published training split (torchhub_train.json, 837 questions; none
@@ -52,7 +52,7 @@ FIT_SHARE = 0.2  # of each fold's training questions: kept out of tuning to choo
 def _model(records, train: list, config) -> tuple[str, dict[str, Any]]:
     """A tuned model for these questions, trained once per (questions, settings): tuned on 80% of
     them, its hybrid fusion weights chosen on the other 20% (as `toolsift tune --holdout 0.2`)."""
-    from router.router import default_cache_dir
+    from router.dense import default_cache_dir
     from router.tune import TUNE_FILE, fit_weights, record_weights, split_holdout, tune
 
     fit_ids = split_holdout([q.id for q in train], FIT_SHARE)
@@ -84,7 +84,7 @@ def _score(runs: dict[str, dict], queries: list) -> float:
 
 
 def run_hub(hub: str, quick: bool, config) -> dict[str, Any]:
-    from router.router import Router
+    from router import Router
 
     from .datasets import load_dataset
 
@@ -155,16 +155,3 @@ def write_report(res: dict[str, Any], path: Path) -> None:
         f"{r['hub']} {f['fold']}: {f['seconds']}{' (reused)' if f['reused'] else ''}" for r in res["rows"]
         for f in r["folds"]), ""]
     path.write_text("\n".join(lines), encoding="utf-8")
-
-
-def main(argv: list[str] | None = None) -> int:
-    from .script import quick_main
-
-    return quick_main(argv, prog="benchmarks.tuning", doc=__doc__, default_out=RESULTS,
-                      quick_help="TorchHub, one fold, 64 questions, one epoch (CI)", run=run,
-                      summary=lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}"
-                                                  for x in r["rows"]))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

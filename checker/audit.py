@@ -12,16 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from apidb.errors import ToolsiftError
 from apidb.jsonl import JsonLineError, parse_lines
 
 from .code import CodeIndex, record_keys
+from .errors import AuditError
 from .parse import parse_calls
 from .verdict import Verdict
-
-
-class AuditError(ToolsiftError):
-    """A response or gold file cannot be read."""
 
 
 def read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from apidb.names import openai_safe
 from apidb.record import ApiRecord
 
 from .suggest import suggest
@@ -28,7 +29,6 @@ TYPE_NAMES: dict[str, str] = {
     "array": _LIST, "list": _LIST, "arraylist": _LIST, "tuple": _LIST, "set": _LIST,
     "dict": _DICT, "object": _DICT, "hashmap": _DICT, "map": _DICT, "dictionary": _DICT,
 }
-_OPENAI_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _BFCL_STRIP = re.compile(r"[ ,./\-_*^]")
 
 
@@ -40,7 +40,7 @@ class ParsedCall:
 
 def openai_name(name: str) -> str:
     """The form a dotted function name takes under OpenAI's name rules (BFCL does the same)."""
-    return _OPENAI_NAME.sub("_", name)
+    return openai_safe(name, limit=None)
 
 
 # -- input normalization ---------------------------------------------------------------

@@ -330,9 +330,9 @@ def check_code(output: Any, catalog: Any, gold: Any = None, mode: str = "strict"
     call (string), a record id, an ApiRecord, or an APIBench ``api_data`` dict.
     """
     if mode not in MODES:
-        from apidb.errors import ToolsiftError
+        from .errors import CheckerError
 
-        raise ToolsiftError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
+        raise CheckerError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
     text = _as_text(output)
     index = index_for(catalog, namespace)
     try:

@@ -224,9 +224,9 @@ class GorillaDB:
         self.flavor = flavor
         self.ts = _treesitter() if backend in ("auto", "tree-sitter") else None
         if backend == "tree-sitter" and self.ts is None:
-            from apidb.errors import ToolsiftError
+            from .errors import CheckerError
 
-            raise ToolsiftError("gorilla mode backend 'tree-sitter' needs the tree_sitter and "
+            raise CheckerError("gorilla mode backend 'tree-sitter' needs the tree_sitter and "
                                 "tree_sitter_python packages")
         self.backend = "tree-sitter" if self.ts is not None else "scanner"
         # a SQLite catalog returns records in id order, which changes "first matching

@@ -188,6 +188,11 @@ def encode_with_spans(model, text: str, spans: Sequence[tuple[int, int]]) -> np.
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
 
+def default_cache_dir() -> Path:
+    """Where embeddings are cached across catalogs: ``$TOOLSIFT_CACHE`` or ``~/.cache/toolsift``."""
+    return Path(os.environ.get("TOOLSIFT_CACHE", Path.home() / ".cache" / "toolsift"))
+
+
 def _slug(model_id: str) -> str:
     base = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(model_id).name or model_id)[:40]
     return f"{base}-{hashlib.sha256(model_id.encode()).hexdigest()[:8]}"

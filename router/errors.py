@@ -1,4 +1,4 @@
-"""Errors the router raises on purpose (the CLI prints them as one line, exit 2)."""
+"""The retrieval core's errors (see `apidb.errors` for the whole tree)."""
 from __future__ import annotations
 
 from apidb.errors import ToolsiftError

@@ -27,11 +27,12 @@ from typing import Callable, Sequence
 
 from apidb.record import ApiRecord
 
+from .config import TUNE_FILE, RouterConfig
 from .dense import DEFAULT_MODEL, fresh_model
+from .engine import Router
 from .errors import RouterError
 from .text import record_passage
 
-TUNE_FILE = "toolsift-tune.json"  # marks a folder this module wrote (safe to replace)
 
 
 @dataclass
@@ -176,8 +177,6 @@ def _recall(router, labelled: Sequence[tuple[str, set[str]]], method: str, k: in
 def recall_at(records: Sequence[ApiRecord], labelled: Sequence[tuple[str, set[str]]], model: str, *,
               k: int = 5, methods: Sequence[str] = ("dense", "hybrid")) -> dict[str, float]:
     """Mean Recall@k of ``model`` (with its own fusion weights) on (query, relevant ids), per method."""
-    from .router import Router
-
     router = Router(list(records), model=model)
     return {method: _recall(router, labelled, method, k) for method in methods}
 
@@ -193,7 +192,6 @@ def fit_weights(records: Sequence[ApiRecord], labelled: Sequence[tuple[str, set[
     """The (bm25, dense) fusion weights with the best hybrid Recall@5 on ``labelled`` (queries not
     used in training), and the score of each. Like the router grid, the first (default) setting
     is kept unless another beats it by more than 0.001."""
-    from .router import Router, RouterConfig
 
     base = Router(list(records), model=model, config=RouterConfig())
     scores = {wd: _recall(base.configured(weights=(round(1 - wd, 2), wd)), labelled, "hybrid") for wd in grid}
@@ -215,20 +213,6 @@ def record_weights(folder: str | os.PathLike[str], weights: tuple[float, float],
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(info, fh, indent=1)
     os.replace(tmp, path)
-
-
-def tuned_weights(model_id: str) -> tuple[float, float] | None:
-    """The fusion weights recorded in a tuned model folder, if any."""
-    if model_id == DEFAULT_MODEL:
-        return None
-    path = Path(model_id) / TUNE_FILE
-    if not path.is_file():
-        return None
-    try:
-        w = json.loads(path.read_text(encoding="utf-8"))["router"]["weights"]
-        return (float(w[0]), float(w[1]))
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
 
 
 def split_holdout(ids: Sequence[str], fraction: float) -> set[str]:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.shared_data import data_root
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_GORILLA = ROOT / "apidb" / "data" / "gorilla"
-SHARED_DATA = Path(os.environ.get("TOOLSIFT_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -16,7 +17,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 def shared(*parts: str) -> Path:
     """A path under ../shared/data; the test skips, saying why, when it is absent."""
-    path = SHARED_DATA.joinpath(*parts)
+    path = data_root().joinpath(*parts)
     if not path.exists():
         pytest.skip(f"real data not available: {path} is absent (set TOOLSIFT_SHARED_DATA)")
     return path

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..record import ApiRecord, make_id
@@ -57,6 +58,14 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
     ns = namespace or path.stem
     records = [_record(i, tool, ns, slug, {}, problems) for i, tool in enumerate(tools)]
     return unique_ids([r for r in records if r is not None])
+
+
+def records_from_mcp_tools(server: str, tools: Sequence[dict[str, Any]]) -> tuple[list[ApiRecord], list[str]]:
+    """A live server's ``tools/list`` items as records of namespace ``server`` (the MCP gateway's
+    case). Invalid tools are skipped, not fatal: returns the records and one line per skipped tool."""
+    problems = Problems(f"mcp server {server!r}", skip_invalid=True)
+    records = parse(Path(server), {"tools": list(tools)}, server, problems)
+    return records, [str(err) for err in problems.skipped]
 
 
 def _parse_servers(servers: list[Any], namespace: str | None, problems: Problems) -> list[ApiRecord]:

@@ -49,7 +49,7 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
     return _records(tools, namespace or path.stem, problems)
 
 
-def records_from_tools(tools: list[dict[str, Any]], namespace: str) -> list[ApiRecord]:
+def records_from_openai_tools(tools: list[dict[str, Any]], namespace: str) -> list[ApiRecord]:
     """Records for the ``tools`` of one Chat Completions request (raises LoadError on a bad one)."""
     if not isinstance(tools, list):
         raise LoadError(REQUEST, f"'tools' must be a list, got {type(tools).__name__}", field="tools")

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tests.apidb.cli_support import toolsift
+from tests.support.cli import toolsift
 from tests.conftest import shared
 
 

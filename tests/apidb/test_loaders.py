@@ -324,17 +324,17 @@ def test_openai_tool_shapes(tmp_path, shape):
     assert first.metadata["openai_tool"] == original
 
 
-def test_records_from_tools_keeps_the_exact_tool_and_rejects_bad_ones():
+def test_records_from_openai_tools_keeps_the_exact_tool_and_rejects_bad_ones():
     from apidb.errors import LoadError
-    from apidb.loaders.openai import records_from_tools
+    from apidb.loaders.openai import records_from_openai_tools
 
     tools = _real_tools()
-    recs = records_from_tools(tools, "req")
+    recs = records_from_openai_tools(tools, "req")
     assert [r.metadata["openai_tool"] for r in recs] == tools
     assert all(r.source_format == "openai" and r.namespace == "req" for r in recs)
     bad = tools[:1] + [{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}]
     with pytest.raises(LoadError) as exc:
-        records_from_tools(bad, "req")
+        records_from_openai_tools(bad, "req")
     assert "<request>" in str(exc.value) and "'f'" in str(exc.value) and "parameters" in str(exc.value)
 
 

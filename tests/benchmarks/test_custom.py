@@ -93,7 +93,7 @@ def test_scores_equal_the_built_in_dataset_on_the_same_queries(torchhub):
 def test_cli_runs_your_catalog_and_keeps_the_public_report(torchhub, tmp_path):
     from typer.testing import CliRunner
 
-    from router.entry import app
+    from router.cli import app
 
     _, tmp = torchhub
     out = tmp_path / "mine"

@@ -104,7 +104,7 @@ def test_cli_quick_gorilla_and_bfcl(tmp_path):
     """`toolsift bench gorilla|bfcl --quick`: a few seconds each; the full runs are in benchmarks/results."""
     shared("gorilla", "eval-data", "responses")
     shared("bfcl", "possible_answer")
-    from router.entry import app
+    from router.cli import app
 
     runner = CliRunner()
     for name in ("gorilla", "bfcl"):

@@ -79,7 +79,7 @@ def test_router_rows_and_significance(tmp_path):
 
 def test_cli_bench_retrieval_and_errors(tmp_path):
     shared("restbench", "specs", "spotify_oas.json")
-    from router.entry import app
+    from router.cli import app
 
     runner = CliRunner()
     out = tmp_path / "r"
@@ -100,7 +100,7 @@ def test_cli_bench_retrieval_and_errors(tmp_path):
                       catch_exceptions=False)
     cli.DELEGATED["missing"] = ("benchmarks.no_such_benchmark", "test")
     try:
-        with pytest.raises(cli.BenchError, match="module benchmarks.no_such_benchmark is missing"):
+        with pytest.raises(cli.BenchmarkError, match="module benchmarks.no_such_benchmark is missing"):
             cli.run_delegated("missing", tmp_path, True)
     finally:
         del cli.DELEGATED["missing"]

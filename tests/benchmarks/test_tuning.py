@@ -13,7 +13,7 @@ from tests.conftest import shared
 def test_quick_tuning_benchmark_writes_rows_and_report(tmp_path, monkeypatch):
     shared("gorilla", "apibench", "torchhub_eval.json")
     monkeypatch.setenv("TOOLSIFT_CACHE", str(tmp_path / "cache"))
-    from router.entry import app
+    from router.cli import app
 
     res = CliRunner().invoke(app, ["bench", "tuning", "--quick", "--out", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output

@@ -66,7 +66,7 @@ def test_split_queries_keep_each_request(stb_router):
 
 
 def test_endpoints_of_one_tool_are_grouped(stb_router):
-    from router.router import _groups
+    from router.engine import _groups
 
     groups = _groups(stb_router.records)
     easy = [i for i, r in enumerate(stb_router.records) if ".Easy_Weather." in r.id]

@@ -31,7 +31,7 @@ def hub(tmp_path_factory):
 
 
 def _dense_recall(records, queries, model) -> float:
-    from router.router import Router
+    from router import Router
 
     r = Router(records, model=model)
     return float(np.mean([any(s.record.id in q.relevant for s in r.select(q.text, k=5, method="dense"))
@@ -90,8 +90,9 @@ def test_writing_the_folder_again_invalidates_index_and_cache(hub, tmp_path):
 
 def test_fusion_weights_recorded_in_the_folder_are_the_routers_default(hub):
     from router.dense import model_identity
-    from router.router import Router, RouterConfig
-    from router.tune import record_weights, tuned_weights
+    from router import Router, RouterConfig
+    from router.config import tuned_weights
+    from router.tune import record_weights
 
     ds, _, out, _ = hub
     identity = model_identity(str(out))
@@ -132,7 +133,7 @@ def test_refuses_to_replace_a_folder_it_did_not_write(hub, tmp_path):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "router.entry", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "router.cli", *args], capture_output=True, text=True,
                           env=env, timeout=600, cwd=ROOT)
 
 
@@ -172,15 +173,15 @@ def test_proxy_routes_request_tools_with_the_tuned_model(hub):
 
     import openai
 
-    from apidb.loaders.openai import records_from_tools
-    from router.proxy import create_app
-    from router.router import Router
+    from apidb.loaders.openai import records_from_openai_tools
+    from router.middleware.proxy import create_app
+    from router import Router
     from tests.support.scripted_upstream import ScriptedUpstream, completion, offered_names
     from tests.support.servers import ServerThread
 
     ds, train, out, _ = hub
     tools = [r.to_openai_tool(name=re.sub(r"[^A-Za-z0-9_-]", "_", r.id)[:64]) for r in ds.records]
-    recs = records_from_tools(tools, namespace="request")
+    recs = records_from_openai_tools(tools, namespace="request")
     tuned, base = Router(recs, model=str(out)), Router(recs)
 
     def top(router, text):

@@ -1,0 +1,4 @@
+"""``python -m router.cli`` runs the ``toolsift`` command."""
+from .app import main
+
+main()

@@ -1,0 +1,107 @@
+"""`toolsift demo`: the main job on the bundled default catalog, end to end.
+
+Builds the catalog from the vendored Gorilla API databases, indexes it, routes a
+few example questions and checks a few example model outputs. Needs nothing
+outside the installed package.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import apidb
+
+from .options import DemoDb
+
+out = Console()
+
+BUNDLED = Path(apidb.__file__).resolve().parent / "data" / "gorilla"
+
+QUESTIONS = [
+    "I want to classify the sport being played in a short video clip.",
+    "Give me a model that summarizes long English news articles.",
+    "Extract feature vectors from images so I can cluster similar street-art photos.",
+]
+
+# One example model output per verdict, in the released Gorilla answer formats.
+OUTPUTS = [
+    ("correct", "<<<api_call>>>: pipeline('summarization', model='facebook/bart-large-cnn')",
+     "pipeline('summarization', model='facebook/bart-large-cnn')"),
+    ("wrong_api", "<<<api_call>>>: pipeline('summarization', model='google/pegasus-xsum')",
+     "pipeline('summarization', model='facebook/bart-large-cnn')"),
+    ("hallucinated", "<<<api_call>>>: pipeline('summarization', model='facebook/bart-large-cnn-v9')",
+     "pipeline('summarization', model='facebook/bart-large-cnn')"),
+    ("unparsable", "I am not sure which model to use here, sorry.",
+     "pipeline('summarization', model='facebook/bart-large-cnn')"),
+]
+
+
+def bundled_sources() -> list[Path]:
+    return sorted(BUNDLED.glob("*_api.jsonl"))
+
+
+def build_catalog(db: Path) -> None:
+    from apidb import Catalog
+    from apidb.loaders import load
+
+    records = []
+    for src in bundled_sources():
+        records += load(src).records
+    with Catalog(db) as cat:
+        report = cat.sync(records)
+        stats = cat.stats()
+        samples = [cat.records(ns)[0] for ns in list(cat.namespaces())[:2]]
+    out.rule("[bold]1. Catalog[/bold] (bundled Gorilla APIBench API databases)")
+    out.print(f"{db}: added {report.added}, updated {report.updated}, removed {report.removed}, "
+              f"unchanged {report.unchanged}", highlight=False)
+    table = Table("namespace", "records", title=f"{stats['records']} records")
+    for ns, n in stats["namespaces"].items():
+        table.add_row(ns, str(n))
+    out.print(table)
+    for rec in samples:
+        out.print(f"[bold]{rec.id}[/bold]  {rec.call}\n  {rec.description[:160]}", highlight=False)
+
+
+def route_examples(db: Path, k: int) -> None:
+    from router.engine import Router
+
+    from . import route as router_cli
+
+    out.rule("[bold]2. Index[/bold] (bm25s + MiniLM/faiss; vectors cached by content hash)")
+    router_cli.index(db=db, model=None, index_dir=None, as_json=False)
+    router = Router.open(db)
+    out.rule(f"[bold]3. Route[/bold] (hybrid, top {k} of {len(router)} tools)")
+    for question in QUESTIONS:
+        router_cli._print_table(question, router.select(question, k=k))
+
+
+def check_examples(db: Path) -> None:
+    from apidb import Catalog
+    from checker import check_code
+
+    out.rule("[bold]4. Check[/bold] (strict AST match against the catalog; gold: bart-large-cnn summarizer)")
+    with Catalog.open(db) as cat:
+        records = cat.records()
+    for expected, output, gold in OUTPUTS:
+        v = check_code(output, records, gold=gold)
+        out.print(f"[bold]{v.verdict:<13}[/bold] {output}", highlight=False)
+        if v.api or v.nearest:
+            out.print(f"{'':14}{'record' if v.api else 'nearest'}: {v.api or v.nearest}", highlight=False)
+        for defect in v.defects[:1]:
+            out.print(f"{'':14}{defect.message}", highlight=False)
+
+
+def demo(db: DemoDb = Path(".toolsift/demo.db"),
+         k: int = typer.Option(3, "-k", help="Tools to show per question.")) -> None:
+    """Build the bundled catalog, route example questions, check example outputs."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    build_catalog(db)
+    route_examples(db, k)
+    check_examples(db)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

@@ -1,0 +1,41 @@
+"""Options that several commands share, declared once so that they mean the same everywhere.
+
+Each is an ``Annotated`` type: a command writes ``db: Db = None`` and gets the same flag, help
+and environment variable as every other command that takes a catalog.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from apidb.catalog import default_db_path
+
+Db = Annotated[Optional[Path], typer.Option(
+    "--db", show_default=False,
+    help="The catalog (a SQLite file). Default: $TOOLSIFT_DB, else ~/.local/share/toolsift/catalog.db.")]
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON (one object, or one per line) instead of text.")]
+
+Model = Annotated[Optional[str], typer.Option(
+    "--model", show_default=False,
+    help="Embedding model: the bundled all-MiniLM-L6-v2, or a folder written by `toolsift tune` "
+         "(default: the model the catalog was indexed with, else the bundled one).")]
+
+# `serve mcp` keeps its upstreams' tools in a catalog only when asked (they are live, not curated)
+GatewayStore = Annotated[Optional[Path], typer.Option(
+    "--db", show_default=False,
+    help="Catalog file to keep the upstream tools in (one namespace per server, synced by content hash). "
+         "Default: in memory.")]
+
+# `demo` builds its own catalog: never the user's $TOOLSIFT_DB
+DemoDb = Annotated[Path, typer.Option("--db", help="Where to build the demo catalog.")]
+
+IndexDir = Annotated[Optional[Path], typer.Option(
+    "--index-dir", show_default=False, help="Index folder (default: <catalog>.index next to the catalog).")]
+
+
+def catalog_path(db: Optional[Path]) -> Path:
+    """The catalog a command works on: ``--db``, else ``$TOOLSIFT_DB``, else the per-user default."""
+    return Path(db) if db else default_db_path()

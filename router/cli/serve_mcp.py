@@ -1,0 +1,53 @@
+"""`toolsift serve mcp`: run the MCP gateway (stdio or streamable HTTP)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .options import GatewayStore, Model
+
+
+def serve_mcp(
+    config: Path = typer.Option(..., "--config", "-c", help="JSON file in the mcpServers shape: "
+                                '{"mcpServers": {NAME: {"command", "args", "env"} | {"url"}}}.'),
+    transport: str = typer.Option("stdio", "--transport", "-t", help="How clients reach the gateway: stdio | http."),
+    db: GatewayStore = None,
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
+    port: int = typer.Option(8765, "--port", help="HTTP transport: port (path /mcp)."),
+    pin: list[str] = typer.Option([], "--pin", help="Expose this tool directly (server__tool or a unique bare "
+                                  "name); repeatable."),
+    method: Optional[str] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
+                                         "(default: the router's default)."),
+    k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
+    start_timeout: float = typer.Option(30.0, "--start-timeout", help="Seconds an upstream may take to start."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log upstream events to stderr."),
+    model: Model = None,
+) -> None:
+    """Serve many MCP servers behind search_tools and call_tool (plus pinned tools)."""
+    import anyio
+
+    from router.gateway.gateway import Gateway
+    from router.gateway.server import serve_http, serve_stdio
+    from router.gateway.errors import GatewayError
+    from router.gateway.upstreams import load_config
+
+    if transport not in ("stdio", "http"):
+        raise GatewayError(f"--transport must be stdio or http, not {transport!r}")
+    if method is not None and method not in ("hybrid", "bm25", "dense"):
+        raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
+    if model is not None:
+        from router.dense import model_path
+
+        model_path(model)  # an unknown model fails now, not at the first search
+    specs = load_config(config)
+    # Logs go to stderr: on the stdio transport stdout carries the protocol.
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
+    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout, model=model)
+    if transport == "stdio":
+        anyio.run(serve_stdio, gateway)
+    else:
+        typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers)", err=True)
+        anyio.run(serve_http, gateway, host, port)

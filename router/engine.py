@@ -1,0 +1,341 @@
+"""The Router (the routing engine): picks the few relevant tools for a request, with explanations.
+
+``Router.open(db)`` uses the catalog and the indexes ``toolsift index`` persisted next
+to it; ``Router.from_records(records)`` builds an in-memory router for an ad-hoc tool list
+(the middleware's case), reusing embeddings cached by (model id, content hash).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Collection, Iterable, Sequence
+
+import numpy as np
+
+from apidb.record import ApiRecord
+
+from . import text as rtext
+from .config import METHODS, RouterConfig, config_for_model
+from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
+                    intra_op_threads, shared_cache)
+from .errors import RouterError
+from .fusion import Ranking, fuse, interleave, rrf
+from .lexical import LexicalIndex
+from .query import normalize_query, sentence_spans, split_query
+from .selection import Selection
+from .tokens import tool_tokens
+
+_GROUP_KEYS = ("tool_name", "tool", "server")
+_DENSE_BUILD = threading.RLock()
+
+
+def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
+    """Group id per record (-1: none), or None when no record has a group or none shares one."""
+    ids: dict[tuple[str, str], int] = {}
+    out = np.full(len(records), -1, dtype=np.int64)
+    for i, r in enumerate(records):
+        key = next((str(r.metadata[k]) for k in _GROUP_KEYS if r.metadata.get(k)), None)
+        if key is not None:
+            out[i] = ids.setdefault((r.namespace, key), len(ids))
+    return out if 0 < len(ids) < len(records) else None
+
+
+class Router:
+    """Hybrid BM25 + dense retrieval over a fixed set of records (see the module doc)."""
+
+    def __init__(self, records: Sequence[ApiRecord], *, model: str | None = None,
+                 lexical: LexicalIndex | None = None, dense: DenseIndex | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None, dense_enabled: bool = True,
+                 config: RouterConfig | None = None, warnings: Iterable[str] = ()) -> None:
+        if not records:
+            raise RouterError("no tools to route over (the catalog or tool list is empty)")
+        self.config = config or config_for_model(model)
+        self.records = list(records)
+        self.model_id = model or DEFAULT_MODEL
+        self.warnings: list[str] = list(warnings)
+        self._index = {r.id: i for i, r in enumerate(self.records)}
+        if len(self._index) != len(self.records):
+            dup = next(r.id for i, r in enumerate(self.records) if self._index[r.id] != i)
+            raise RouterError(f"duplicate record id {dup!r} in the tool list")
+        self._by_name: dict[str, list[int]] = {}
+        for i, r in enumerate(self.records):
+            for key in {r.name, r.openai_name()}:
+                self._by_name.setdefault(key, []).append(i)
+        self._ns_names = sorted({r.namespace for r in self.records})
+        ns_code = {ns: j for j, ns in enumerate(self._ns_names)}
+        self._ns = np.array([ns_code[r.namespace] for r in self.records], dtype=np.int32)
+        self._group = _groups(self.records)
+        self.lexical = lexical or LexicalIndex.build(rtext.batch_tokens(self.records, self.config.field_weights))
+        self._dense = dense
+        self._dense_enabled = dense_enabled or dense is not None
+        self._cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self._embedder: Embedder | None = None
+        self._tool_tokens: dict[str, int] = {}
+
+    # ---- construction ----------------------------------------------------------------
+    @classmethod
+    def open(cls, db_path: str | os.PathLike[str] | None = None, *, model: str | None = None,
+             index_dir: str | os.PathLike[str] | None = None, config: RouterConfig | None = None) -> "Router":
+        """A router over a catalog file, using the indexes `toolsift index` built next to it.
+
+        Without a usable dense index it falls back to BM25-only and says so in ``.warnings``.
+        """
+        from .index import load_index
+
+        loaded = load_index(db_path, index_dir=index_dir, model=model, config=config)
+        return cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
+                   cache_dir=loaded.cache_dir, dense_enabled=loaded.dense is not None,
+                   config=config, warnings=loaded.warnings)
+
+    @classmethod
+    def from_records(cls, records: Iterable[ApiRecord], *, model: str | None = None,
+                     cache_dir: str | os.PathLike[str] | None = None,
+                     config: RouterConfig | None = None, dense: bool = True) -> "Router":
+        """An in-memory router; embeddings are computed on the first dense/hybrid query and
+        cached under ``cache_dir`` (default ~/.cache/toolsift, or $TOOLSIFT_CACHE).
+        ``dense=False`` gives a BM25-only router that never loads the model."""
+        router = cls(list(records), model=model, cache_dir=cache_dir, config=config, dense_enabled=dense)
+        if not dense:
+            router.warnings.append("dense search disabled: BM25 only")
+        return router
+
+    def with_records(self, records: Iterable[ApiRecord]) -> "Router":
+        """A router over another tool list with this one's model, cache and settings:
+        unchanged tools reuse their cached vectors, so only new tools are encoded."""
+        return Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
+                      dense_enabled=self._dense_enabled)
+
+    # ---- dense side ------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder(self.model_id)
+        return self._embedder
+
+    def dense_index(self) -> DenseIndex | None:
+        """The dense index, built from cached/new embeddings on first use (None if disabled)."""
+        if self._dense is None and self._dense_enabled:
+            with _DENSE_BUILD:  # concurrent first requests build it once
+                if self._dense is None:
+                    self._dense = self._build_dense()
+        return self._dense
+
+    def _build_dense(self) -> DenseIndex:
+        cache = shared_cache(self._cache_dir, self.model_id)
+        vecs, _ = embed_with_cache(self.embedder, cache, [rtext.embedding_key(r) for r in self.records],
+                                   lambda i: rtext.record_passage(self.records[i]))
+        return DenseIndex(vecs)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Query vectors (one batch call). Benchmarks replace this with a cached version."""
+        enc = self.embedder.model.encode(texts, convert_to_numpy=True, normalize_embeddings=True,
+                                         show_progress_bar=False)
+        return np.asarray(enc, dtype=np.float32)
+
+    def encode_query_sentences(self, query: str, spans: list[tuple[int, int]], how: str) -> np.ndarray:
+        """Rows: the query's vector, then one per sentence span (see RouterConfig.sentence_vectors)."""
+        if how == "separate":
+            return self.encode_queries([query] + [query[s:e] for s, e in spans])
+        return encode_with_spans(self.embedder.model, query, spans)
+
+    # ---- selection -------------------------------------------------------------------
+    def select(self, query_or_messages: Any, k: int = 5, *, method: str = "hybrid",
+               min_score: float | None = None, pinned: Collection[str] = (),
+               include_namespaces: Collection[str] | None = None,
+               exclude_namespaces: Collection[str] | None = None, token_budget: int | None = None,
+               candidates: Collection[str] | None = None, split: bool | None = None) -> list[Selection]:
+        """The top-``k`` tools for a query string or an OpenAI-style messages list.
+
+        Filters (namespaces, ``candidates``) apply before ranking. ``pinned`` tools (ids or
+        names) always come first and do not count against ``k``. ``min_score`` compares with
+        the method's score (hybrid wsum: 0..1). With ``token_budget`` the selected schemas'
+        tokens never exceed it: a tool that does not fit is skipped for the next one.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise RouterError(f"k must be a positive integer, got {k!r}")
+        if method not in METHODS:
+            raise RouterError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+        if token_budget is not None and token_budget <= 0:
+            raise RouterError(f"token_budget must be positive, got {token_budget!r}")
+        query = normalize_query(query_or_messages)
+        pins = self._resolve_pinned(pinned)
+        allowed = self._allowed(include_namespaces, exclude_namespaces, candidates)
+        if method != "bm25" and self.dense_index() is None:
+            method = "bm25"  # the reason is already in self.warnings
+        split = self.config.split if split is None else split
+        depth = max(self.config.depth, 2 * k + len(pins))
+        # The query encode and the faiss search run on one torch/OpenMP thread in this thread
+        # (p50 35 → 27 ms under load; see intra_op_threads); builds above keep the default.
+        with intra_op_threads(1) if method != "bm25" else contextlib.nullcontext():
+            ranking, bm25_all, qvec = self._rank(query, method, allowed, depth, split)
+        return self._assemble(query, ranking, bm25_all, qvec, k, pins, min_score, token_budget)
+
+    def _resolve_pinned(self, pinned: Collection[str]) -> list[int]:
+        if isinstance(pinned, str):
+            pinned = [pinned]
+        out: list[int] = []
+        for p in pinned:
+            hits = [self._index[p]] if p in self._index else self._by_name.get(p, [])
+            if not hits:
+                raise RouterError(f"pinned tool {p!r} is not in the catalog (give a record id or tool name)")
+            out += [h for h in hits if h not in out]
+        return out
+
+    def _allowed(self, include: Collection[str] | None, exclude: Collection[str] | None,
+                 candidates: Collection[str] | None) -> np.ndarray | None:
+        mask = None
+        for names, keep in ((include, True), (exclude, False)):
+            if names is None:
+                continue
+            names = [names] if isinstance(names, str) else list(names)
+            unknown = [n for n in names if n not in self._ns_names]
+            if unknown:
+                raise RouterError(f"unknown namespace {unknown[0]!r}; known: {', '.join(self._ns_names[:20])}")
+            codes = [self._ns_names.index(n) for n in names]
+            hit = np.isin(self._ns, codes)
+            m = hit if keep else ~hit
+            mask = m if mask is None else mask & m
+        if candidates is not None:
+            cand = [candidates] if isinstance(candidates, str) else list(candidates)
+            unknown = [c for c in cand if c not in self._index]
+            if unknown:
+                raise RouterError(f"candidate {unknown[0]!r} is not a record id of this catalog")
+            m = np.zeros(len(self.records), dtype=bool)
+            m[[self._index[c] for c in cand]] = True
+            mask = m if mask is None else mask & m
+        return mask
+
+    def _bm25_ranking(self, scores: np.ndarray, allowed: np.ndarray | None, depth: int) -> Ranking:
+        s = scores if allowed is None else np.where(allowed, scores, 0.0)
+        hits = np.flatnonzero(s > 0)
+        if len(hits) > depth:
+            hits = hits[np.argpartition(-s[hits], depth - 1)[:depth]]
+        order = hits[np.lexsort((hits, -s[hits]))]
+        return Ranking(order.astype(np.int64), s[order])
+
+    def _rank_one(self, bm25: np.ndarray, qvec: np.ndarray | None, method: str,
+                  allowed: np.ndarray | None, depth: int, sentences: np.ndarray | None = None) -> Ranking:
+        lex = self._bm25_ranking(bm25, allowed, depth) if method != "dense" else None
+        if method == "bm25":
+            return lex
+        allowed_idx = None if allowed is None else np.flatnonzero(allowed)
+        if method == "hybrid" and sentences is not None and len(sentences):
+            docs, sims = self._dense.search_with_parts(qvec, sentences, depth, allowed_idx,
+                                                       pool=self.config.sentence_pool)
+        else:
+            docs, sims = self._dense.search(qvec, depth, allowed_idx)
+        dense = Ranking(docs.astype(np.int64), sims)
+        if method == "dense":
+            return dense
+        c = self.config
+        fused = fuse([lex, dense], c.fusion, list(c.weights), c.rrf_k)
+        return self._boost_groups(fused) if c.group_boost and self._group is not None else fused
+
+    def _boost_groups(self, r: Ranking) -> Ranking:
+        if not len(r):
+            return r
+        g = self._group[r.docs]
+        best = np.zeros(int(g.max()) + 2)
+        np.maximum.at(best, g + 1, r.scores)  # group -1 (no group) lands in slot 0, ignored below
+        boost = np.where(g >= 0, best[g + 1], 0.0)
+        scores = r.scores + self.config.group_boost * boost
+        order = np.lexsort((r.docs, -scores))
+        return Ranking(r.docs[order], scores[order])
+
+    def _rank(self, query: str, method: str, allowed: np.ndarray | None, depth: int,
+              split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None]:
+        parts = split_query(query) if split else [query]
+        texts = [query] + (parts if len(parts) > 1 else [])
+        tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
+        bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
+        qvecs = svecs = None
+        if method != "bm25":
+            spans = sentence_spans(query, self.config.max_sentences) \
+                if method == "hybrid" and self.config.sentence_max else []
+            if spans:
+                vecs = self.encode_query_sentences(query, spans, self.config.sentence_vectors)
+                svecs = vecs[1:]
+                qvecs = vecs[:1] if len(texts) == 1 else np.vstack([vecs[:1], self.encode_queries(texts[1:])])
+            else:
+                qvecs = self.encode_queries(texts)
+        rankings = [self._rank_one(b, None if qvecs is None else qvecs[i], method, allowed, depth,
+                                   svecs if i == 0 else None)
+                    for i, b in enumerate(bm25s_)]
+        if len(rankings) == 1:
+            ranking = rankings[0]
+        elif self.config.split_merge == "interleave":
+            # each sub-request's best tool first, then the whole query's ranking fills up
+            ranking = interleave(rankings[1:] + rankings[:1])
+        else:
+            ranking = rrf(rankings, self.config.rrf_k)
+        return ranking, bm25s_[0], None if qvecs is None else qvecs[0]
+
+    def _tokens_of(self, rec: ApiRecord) -> int:
+        if rec.id not in self._tool_tokens:
+            self._tool_tokens[rec.id] = tool_tokens(rec.to_openai_tool())
+        return self._tool_tokens[rec.id]
+
+    def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
+                  k: int, pins: list[int], min_score: float | None, budget: int | None) -> list[Selection]:
+        fused = {int(d): float(s) for d, s in zip(ranking.docs, ranking.scores)}
+        spent = 0
+        chosen: list[tuple[int, str]] = []
+        for i in pins:
+            spent += self._tokens_of(self.records[i]) if budget is not None else 0
+            chosen.append((i, "pinned"))
+        if budget is not None and spent > budget:
+            raise RouterError(f"the pinned tools alone need {spent} tokens, over the budget of {budget}")
+        n_ranked = 0
+        for d in ranking.docs:
+            if n_ranked >= k:
+                break
+            d = int(d)
+            if d in pins or (min_score is not None and fused[d] < min_score):
+                continue
+            if budget is not None:
+                cost = self._tokens_of(self.records[d])
+                if spent + cost > budget:
+                    continue  # does not fit; a smaller, lower-ranked tool may
+                spent += cost
+            chosen.append((d, "ranked"))
+            n_ranked += 1
+        return self._explain(query, chosen, fused, bm25_all, qvec)
+
+    def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
+                 bm25_all: np.ndarray, qvec: np.ndarray | None) -> list[Selection]:
+        stems = rtext.stem_map(query)
+        qids = self.lexical.token_ids(list(stems))
+        inverse = {self.lexical._r.vocab_dict[s]: s for s in stems if s in self.lexical._r.vocab_dict}
+        docs = np.array([d for d, _ in chosen], dtype=np.int64)
+        dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
+        out = []
+        for pos, (d, reason) in enumerate(chosen):
+            matched = [stems[inverse[t]] for t in self.lexical.matched(d, qids)]
+            out.append(Selection(record=self.records[d], score=fused.get(d, 0.0), rank=pos + 1,
+                                 bm25_score=float(bm25_all[d]), matched_terms=matched,
+                                 dense_score=None if dense is None else float(dense[pos]), reason=reason))
+        return out
+
+    # ---- misc ------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def get(self, record_id: str) -> ApiRecord | None:
+        i = self._index.get(record_id)
+        return None if i is None else self.records[i]
+
+    def namespaces(self) -> list[str]:
+        return list(self._ns_names)
+
+    def configured(self, **changes: Any) -> "Router":
+        """The same router with other retrieval settings (same indexes; field weights are
+        baked into the BM25 index, so changing them needs a new router)."""
+        if "field_weights" in changes:
+            raise RouterError("field weights are part of the BM25 index: build a new router")
+        clone = object.__new__(Router)
+        clone.__dict__.update(self.__dict__)
+        clone.config = replace(self.config, **changes)
+        return clone

@@ -1,0 +1,116 @@
+"""The gateway's own MCP face: its tools' schemas, results, and the stdio / HTTP servers.
+
+Split from `router.gateway.gateway` (which holds the upstreams, catalog, index and checks);
+everything here imports `mcp` lazily.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+
+class ServedGateway(Protocol):
+    """What the MCP face needs of a gateway (`router.gateway.Gateway` is the one there is); a
+    protocol, so this module never imports the gateway that imports it."""
+
+    ready: Any  # an anyio.Event set once the upstreams have been listed
+
+    def list_tools(self) -> list[Any]: ...
+    async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any: ...
+    def build_server(self) -> Any: ...
+    async def __aenter__(self) -> Any: ...
+    async def __aexit__(self, *exc: Any) -> None: ...
+
+SEARCH_TOOL, CALL_TOOL = "search_tools", "call_tool"
+SEARCH_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What you want to do, in words (e.g. 'weather at a place')."},
+        "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5,
+              "description": "How many tools to return."},
+    },
+    "required": ["query"],
+}
+CALL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "A tool name from search_tools: 'server__tool', or the bare "
+                                                  "tool name when only one server has it."},
+        "arguments": {"type": "object", "description": "The tool's arguments, matching its input schema."},
+    },
+    "required": ["name"],
+}
+INSTRUCTIONS = ("This gateway fronts several MCP servers. Call search_tools with what you want to do to find "
+                "tools (names, descriptions, input schemas), then call_tool with a tool name and its arguments.")
+
+
+def gateway_tools(pinned: list[tuple[str, str, dict[str, Any]]]) -> list[Any]:
+    """search_tools, call_tool, then each pinned tool as (name, description, input schema)."""
+    import mcp_types as types
+
+    tools = [types.Tool(name=SEARCH_TOOL, description="Find the tools (from every connected MCP server) "
+                        "that fit a task; returns their names, descriptions, input schemas, scores and why.",
+                        input_schema=SEARCH_SCHEMA),
+             types.Tool(name=CALL_TOOL, description="Call a tool found with search_tools. Arguments are "
+                        "checked against the tool's schema before the call is forwarded.",
+                        input_schema=CALL_SCHEMA)]
+    for name, description, schema in pinned:
+        tools.append(types.Tool(name=name, description=description,
+                                input_schema=schema or {"type": "object", "properties": {}}))
+    return tools
+
+
+def build_server(gateway: ServedGateway) -> Any:
+    """A low-level MCP `Server` exposing ``gateway``'s tools."""
+    import mcp_types as types
+    from mcp.server import Server
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        await gateway.ready.wait()
+        return types.ListToolsResult(tools=gateway.list_tools())
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        return await gateway.handle_call(params.name, params.arguments)
+
+    return Server("toolsift-gateway", version=_version(), instructions=INSTRUCTIONS,
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def error_result(text: str) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def json_result(payload: dict[str, Any]) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+                                structured_content=payload, is_error=False)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("toolsift")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return "0"
+
+
+async def serve_stdio(gateway: ServedGateway) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with gateway:
+        server = gateway.build_server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int = 8765) -> None:
+    import uvicorn
+
+    async with gateway:
+        app = gateway.build_server().streamable_http_app(host=host)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+        await uvicorn.Server(config).serve()

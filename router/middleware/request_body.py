@@ -1,0 +1,117 @@
+"""Reading a Chat Completions request body without materializing its tool list.
+
+A request that carries a whole catalog (2k tools, ~1 MB of JSON) becomes ~100k Python
+objects when parsed the usual way; building them, collecting them and freeing them was
+most of the proxy's CPU per request. Routing only needs each tool's name and description
+(and the full schema of the few tools it keeps), so `read_request` keeps every tool as its
+raw JSON bytes (msgspec still checks their syntax) and decodes a tool in full only when
+something asks for it.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Iterator, Literal, overload
+
+import msgspec
+
+from .errors import WireError
+
+
+class _FunctionHead(msgspec.Struct):
+    name: str
+    description: Any = None  # the router reads it when it is a string; a request may send anything
+
+
+class _ToolHead(msgspec.Struct):
+    function: _FunctionHead
+    type: Literal["function"] = "function"
+
+
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_HEADS = msgspec.json.Decoder(list[_ToolHead])
+_HEAD = msgspec.json.Decoder(_ToolHead)
+_TOOL_SHAPE = '{"type": "function", "function": {"name": ...}}'
+
+
+class ToolList(Sequence):
+    """The request's tools: names and descriptions up front, full dicts decoded on access."""
+
+    def __init__(self, raws: list[msgspec.Raw], heads: list[_ToolHead], raw: bytes) -> None:
+        self._raws = raws
+        self._full: list[dict | None] = [None] * len(raws)
+        self.names: list[str] = [h.function.name for h in heads]  # type: ignore[union-attr]
+        self.descriptions: list[str] = [d.strip() if isinstance(d := h.function.description, str) else ""  # type: ignore[union-attr]
+                                        for h in heads]
+        self._raw, self._key = raw, ""
+
+    @property
+    def key(self) -> str:
+        """Content hash of the tools exactly as sent (the in-memory router cache key); computed
+        only when asked: a request whose tools are all catalog tools never needs it."""
+        if not self._key:
+            self._key = hashlib.sha256(self._raw).hexdigest()  # ~3x faster than blake2b on 1 MB here
+        return self._key
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    @overload
+    def __getitem__(self, i: int) -> dict: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict]: ...
+
+    def __getitem__(self, i: int | slice) -> dict | list[dict]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self._full[i] is None:
+            self._full[i] = msgspec.json.decode(self._raws[i])
+        return self._full[i]  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[dict]:
+        return (self[i] for i in range(len(self)))
+
+
+def read_request(raw: bytes) -> dict:
+    """The body as a dict whose ``tools`` (when a non-empty list of tools) is a `ToolList`.
+
+    Raises ValueError for bytes that are not JSON, WireError for a tool list of the wrong shape
+    (the same messages the router's own validation gives for parsed bodies).
+    """
+    try:
+        top = _TOP.decode(raw)
+    except msgspec.ValidationError:  # JSON, but not an object: the router's validation says so
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None
+    body = {k: msgspec.json.decode(v) for k, v in top.items() if k != "tools"}
+    if "tools" in top:
+        body["tools"] = _tools(bytes(top["tools"]))
+    return body
+
+
+def _tools(raw: bytes) -> Any:
+    try:
+        raws = _RAW_LIST.decode(raw)
+    except msgspec.ValidationError:  # not a list: the router's validation says so
+        return msgspec.json.decode(raw)
+    if not raws:
+        return []
+    try:  # one typed pass checks every tool's shape; only a bad list is walked again, for the index
+        heads = _HEADS.decode(raw)
+    except msgspec.ValidationError:
+        heads = []
+    if len(heads) != len(raws) or not all(h.function.name for h in heads):
+        raise WireError(f"tools[{_first_bad(raws)}] must be {_TOOL_SHAPE}")
+    return ToolList(raws, heads, raw)
+
+
+def _first_bad(raws: list[msgspec.Raw]) -> int:
+    for i, r in enumerate(raws):
+        try:
+            if not _HEAD.decode(r).function.name:
+                return i
+        except msgspec.ValidationError:
+            return i
+    return 0

@@ -1,0 +1,24 @@
+"""`toolsift demo` runs the main job end to end on the bundled catalog (what `make demo` shows)."""
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from router.cli import app
+
+
+def test_demo_builds_routes_and_checks(tmp_path):
+    result = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "demo.db")], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "added 1069" in text  # 94 TorchHub + 80 TF Hub (deduplicated) + 895 Hugging Face records
+    # every example question gets a ranked table whose first row has a score
+    assert text.count("top tools for:") == 3
+    assert re.search(r"│ 1 │ \S+ +│ 1\.000 │", text)
+    # the summarization question is answered by a summarization model
+    block = text.split("summarizes long English news")[1].split("top tools for")[0]
+    assert "summar" in block.split("│ 1 │")[1].split("\n")[0]
+    # one example output per verdict, each labelled as expected
+    for verdict in ("correct", "wrong_api", "hallucinated", "unparsable"):
+        assert re.search(rf"^{verdict} +<<<api_call>>>|^{verdict} +I am", text, re.M), verdict

@@ -1,0 +1,88 @@
+"""`toolsift index` / `toolsift route` exactly as the issue specifies them."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+import pytest
+
+from router.cli import app, main
+
+runner = CliRunner()
+TOOLSIFT = [sys.executable, "-c", "from router.cli import main; main()"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    return subprocess.run([*TOOLSIFT, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_index_then_route_json(hub_db):
+    res = runner.invoke(app, ["index", "--db", str(hub_db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["records"] == 94
+    res = runner.invoke(app, ["route", "classify sports activities in videos", "--db", str(hub_db), "-k", "3",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["method"] == "hybrid" and len(out["tools"]) == 3 and out["warnings"] == []
+    t = out["tools"][0]
+    assert {"id", "name", "namespace", "score", "call", "rank", "reason", "bm25_score", "matched_terms",
+            "dense_score"} <= t.keys()
+    assert t["id"].startswith("torchhub/") and t["call"].startswith("torch.hub.load(")
+    table = runner.invoke(app, ["route", "object detection", "--db", str(hub_db), "--method", "bm25"])
+    assert table.exit_code == 0 and "torchhub/" in table.stdout
+
+
+def test_route_queries_file(hub_db, tmp_path):
+    runner.invoke(app, ["index", "--db", str(hub_db)])
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("\n".join(json.dumps(x) for x in [
+        {"id": "q1", "query": "detect objects in street photos"},
+        {"id": "q2", "messages": [{"role": "user", "content": "segment brain MRI scans"}]},
+        {"id": "q3", "query": ""},
+    ]) + "\n")
+    res = runner.invoke(app, ["route", "--queries", str(qfile), "--db", str(hub_db), "-k", "2", "--method", "dense"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [x["id"] for x in lines] == ["q1", "q2", "q3"]
+    assert len(lines[0]["tools"]) == 2 and lines[0]["tools"][0]["rank"] == 1
+    assert any("unet" in t["call"] for t in lines[1]["tools"])
+    assert lines[2]["tools"] == [] and "empty query" in lines[2]["error"]
+
+
+def test_route_without_index_says_bm25_only(gorilla_db):
+    res = run("route", "translate english to french", "--db", str(gorilla_db), "-k", "2", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["method"] == "bm25" and len(out["tools"]) == 2
+    assert "warning: no index" in res.stderr and "dense search off" in res.stderr
+
+
+def test_bad_input_exits_2_with_one_line(gorilla_db, tmp_path, monkeypatch, capsys):
+    cases = [
+        (["route", "", "--db", str(gorilla_db)], "empty query"),
+        (["route", "x", "--db", str(gorilla_db), "-k", "0"], "positive integer"),
+        (["route", "x", "--db", str(gorilla_db), "--namespace", "nope"], "unknown namespace"),
+        (["route", "x", "--db", str(tmp_path / "missing.db")], "missing.db"),
+        (["route", "--queries", str(tmp_path / "nofile.jsonl"), "--db", str(gorilla_db)], "nofile.jsonl"),
+        (["route", "--db", str(gorilla_db)], "QUERY argument or --queries"),
+    ]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "query": "ok"}\nnot json\n')
+    cases.append((["route", "--queries", str(bad), "--db", str(gorilla_db)], "line 2: not JSON"))
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'\xff\xfe{"id": "a"}\n')
+    cases.append((["route", "--queries", str(binary), "--db", str(gorilla_db)], "not UTF-8"))
+    for args, needle in cases:  # in-process through the real entry point (exit code and stderr)
+        monkeypatch.setattr(sys, "argv", ["toolsift", *args])
+        with pytest.raises(SystemExit) as exc:
+            main()
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, (args, err)
+        assert needle in err and "Traceback" not in err
+        assert err.strip().splitlines()[-1].startswith("error: ")

@@ -1,0 +1,69 @@
+"""Reading requests from the wire: the lazy tool list must route exactly like a parsed body."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from apidb.names import unique_names
+from router.middleware.request import RequestError, RequestRouter
+from router.middleware.request_body import ToolList, WireError, read_request
+
+
+@pytest.fixture(scope="module")
+def gorilla_tools(gorilla_records):
+    """All 1,069 bundled Gorilla APIs as OpenAI tools, as an agent would send them."""
+    return [r.to_openai_tool(name=n) for r, n in zip(gorilla_records, unique_names(gorilla_records))]
+
+
+def _raw(tools, text="I want to classify bird species from photos taken in my garden", **extra) -> bytes:
+    return json.dumps({"model": "m", "messages": [{"role": "user", "content": text}], "tools": tools, **extra}).encode()
+
+
+def test_tool_list_holds_the_exact_tools(gorilla_tools):
+    body = read_request(_raw(gorilla_tools, temperature=0.2, tool_choice="auto"))
+    tools = body["tools"]
+    assert isinstance(tools, ToolList) and len(tools) == len(gorilla_tools) == 1069
+    assert tools.names == [t["function"]["name"] for t in gorilla_tools]
+    assert tools.descriptions[5] == gorilla_tools[5]["function"]["description"].strip()
+    assert tools[7] == gorilla_tools[7] and tools[-1] == gorilla_tools[-1] and list(tools[2:4]) == gorilla_tools[2:4]
+    assert list(tools) == gorilla_tools
+    assert body["temperature"] == 0.2 and body["tool_choice"] == "auto" and body["model"] == "m"
+
+
+def test_key_follows_the_content(gorilla_tools):
+    a = read_request(_raw(gorilla_tools))["tools"].key
+    assert a == read_request(_raw(gorilla_tools, text="another question"))["tools"].key
+    edited = [dict(t) for t in gorilla_tools]
+    edited[100] = {"type": "function", "function": {**edited[100]["function"], "description": "changed"}}
+    assert read_request(_raw(edited))["tools"].key != a
+
+
+@pytest.mark.parametrize("question", [
+    "I want to classify bird species from photos taken in my garden",
+    "Translate this English customer email into French",
+    "Detect the objects in a street camera video frame",
+])
+def test_routes_like_a_parsed_body(gorilla_tools, question):
+    raw = _raw(gorilla_tools, text=question)
+    rr = RequestRouter(k=5, method="bm25")
+    from_wire, parsed = rr.route(read_request(raw)), rr.route(json.loads(raw))
+    assert from_wire.offered == parsed.offered and len(from_wire.offered) == 5
+    assert from_wire.selected == parsed.selected
+    assert json.loads(json.dumps(from_wire.body)) == json.loads(json.dumps(parsed.body))
+
+
+def test_bad_bodies_say_what_is_wrong():
+    msg = [{"role": "user", "content": "x"}]
+    with pytest.raises(ValueError, match="byte"):
+        read_request(b'{"messages": [], "tools": [{"function": {"name": "a", "parameters": {"x": [1,,2]}}}]}')
+    with pytest.raises(WireError, match=r"tools\[2\]"):
+        read_request(_raw([{"type": "function", "function": {"name": n}} for n in "ab"] + [{"function": {"name": ""}}]))
+    with pytest.raises(WireError, match=r"tools\[0\]"):
+        read_request(_raw([{"type": "function", "function": {"name": 3}}]))
+    # shapes the router's own validation reports stay as they are
+    assert read_request(b"[1]") == [1]
+    assert read_request(json.dumps({"messages": msg, "tools": {"a": 1}}).encode())["tools"] == {"a": 1}
+    assert read_request(json.dumps({"messages": msg, "tools": []}).encode())["tools"] == []
+    with pytest.raises(RequestError, match="must be a list"):
+        RequestRouter(k=1).route(read_request(json.dumps({"messages": msg, "tools": {"a": 1}}).encode()))

@@ -1,0 +1,34 @@
+"""Run the real `toolsift` command: in a subprocess (exactly what a user runs, used for
+exit codes and error output) or in-process with typer's runner (fast, for JSON output)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_SCRIPT = Path(sys.executable).parent / "toolsift"
+
+
+def toolsift(*args: object, db: Path | None = None) -> subprocess.CompletedProcess:
+    """``toolsift ARGS [--db DB]``; falls back to the entry point when the script is absent."""
+    cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from router.cli import main; main()"]
+    cmd += [str(a) for a in args]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    env.pop("TOOLSIFT_DB", None)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def ok_json(*args: object, db: Path | None = None) -> object:
+    """Run in-process on the real `toolsift` app and parse its JSON output."""
+    from typer.testing import CliRunner
+
+    from router.cli import app
+
+    argv = [str(a) for a in args] + (["--db", str(db)] if db is not None else [])
+    result = CliRunner(env={"TOOLSIFT_DB": None}).invoke(app, argv, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
