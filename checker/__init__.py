@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .calls import check_calls
 from .code import CodeIndex, check_code
+from .errors import AuditError, CheckerError
 from .suggest import suggest
 from .verdict import Defect, Verdict
 
-__all__ = ["CodeIndex", "Defect", "Verdict", "check_calls", "check_code", "suggest"]
+__all__ = ["AuditError", "CheckerError", "CodeIndex", "Defect", "Verdict", "check_calls", "check_code", "suggest"]
