@@ -103,3 +103,56 @@ def quick_defect(kind: str, message: str, call_index: int | None = None, name: s
     d.__dict__.update(kind=kind, message=message, call_index=call_index, name=name, param=param,
                       suggestions=suggestions)
     return d
+
+
+# Spelling suggestions cost more than checking a call (difflib over the doc's names),
+# and most consumers only read the verdict. Strict mode therefore attaches them as a
+# closure, run on first read of ``message``/``suggestions`` (to_dict, repr, ==, the CLI
+# all read them). The objects are otherwise the frozen dataclasses above.
+class LazyDefect(Defect):
+    """A Defect whose message and suggestions are worked out when first read."""
+
+    def _resolve(self) -> None:
+        explain = self.__dict__.pop("_explain", None)
+        if explain is not None:
+            message, suggestions = explain()
+            self.__dict__.update(_message=message, _suggestions=suggestions)
+
+    @property  # type: ignore[override]
+    def message(self) -> str:
+        self._resolve()
+        return self.__dict__["_message"]
+
+    @property  # type: ignore[override]
+    def suggestions(self) -> tuple[str, ...]:
+        self._resolve()
+        return self.__dict__["_suggestions"]
+
+
+def lazy_defect(kind: str, explain: Any, call_index: int | None = None, name: str | None = None,
+                param: str | None = None) -> Defect:
+    """A Defect whose (message, suggestions) come from ``explain()`` on first read."""
+    d = _new(LazyDefect)
+    d.__dict__.update(kind=kind, call_index=call_index, name=name, param=param, _explain=explain)
+    return d
+
+
+class LazyVerdict(Verdict):
+    """A Verdict whose suggestions (those of its hallucinated-tool defects, in order, once
+    each) are gathered when first read."""
+
+    @property  # type: ignore[override]
+    def suggestions(self) -> tuple[str, ...]:
+        cached = self.__dict__.get("_suggestions")
+        if cached is None:
+            cached = self.__dict__["_suggestions"] = tuple(dict.fromkeys(
+                s for d in self.defects if d.kind == "hallucinated_tool" for s in d.suggestions))
+        return cached
+
+
+def lazy_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect, ...],
+                 details: dict[str, Any]) -> Verdict:
+    """``quick_verdict`` whose suggestions are gathered from its defects when first read."""
+    v = _new(LazyVerdict)
+    v.__dict__.update(verdict=verdict, ok=ok, api=api, defects=defects, nearest=None, call=None, details=details)
+    return v
