@@ -154,8 +154,8 @@ class ValueRule:
         turns a fact into a message when someone reads it."""
         if value is None and self.nullable:
             return
-        kinds = self.kinds
-        if kinds is not None and type(value) not in self.exact and not any(type_ok(value, k) for k in kinds):  # type: ignore[operator]
+        kinds, exact = self.kinds, self.exact
+        if kinds is not None and type(value) not in exact and not any(type_ok(value, k) for k in kinds):  # type: ignore
             if not (isinstance(value, str) and self.string_ok):
                 out.append(("type_error", where, kinds, value))
             return

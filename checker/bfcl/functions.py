@@ -21,6 +21,7 @@ from .errors import BfclInputError
 from .values import SPECIAL, STRING, ParamRule, standardize
 
 UNCLEAR = "simple_function_checker:unclear"
+_WRONG_NAME = "simple_function_checker:wrong_func_name"
 _UNSET = object()
 
 # (valid, error_type, message, call_index, param, cause). cause: the error type behind a
@@ -184,8 +185,8 @@ class Question:
                 if outcome[0]:
                     used.add(j)
                     break
-                if first_failure is None or (first_failure[1].endswith("wrong_func_name")  # type: ignore[union-attr]
-                                             and not outcome[1].endswith("wrong_func_name")):  # type: ignore[union-attr]
+                # the message names the first failure, preferring a call of the expected name
+                if first_failure is None or (first_failure[5] == _WRONG_NAME and outcome[5] != _WRONG_NAME):
                     first_failure = outcome
             else:
                 why = f" (closest: {first_failure[2]})" if first_failure else ""

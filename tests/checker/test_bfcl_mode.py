@@ -1,0 +1,100 @@
+"""``mode="bfcl"`` against the official BFCL verdicts (bfcl_official/dev.jsonl.gz) and on bad input."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from checker import check_calls
+from checker.bfcl import BfclInputError, check_bfcl, read_calls
+from checker.bfcl.data import BfclData
+from tests.checker.conftest import shared
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """The officially labelled outputs, each with its question's docs and possible answer."""
+    path = shared("bfcl_official", "dev.jsonl.gz")
+    data = BfclData(shared("bfcl"))
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    return [(r, *data.lookup(r["id"])[1:]) for r in rows]
+
+
+def test_agrees_with_every_official_verdict_and_error_type(dev):
+    """All 21,263 outputs, prompting and function-calling model (about a second each)."""
+    assert len(dev) == 21263
+    wrong, wrong_fc, wrong_type = [], [], []
+    for r, functions, truth in dev:
+        v = check_calls(r["calls"], functions, truth, mode="bfcl", category=r["category"])
+        fc = check_calls(r["calls"], functions, truth, mode="bfcl", category=r["category"], fc=True)
+        if v.ok != r["official_valid"]:
+            wrong.append(r["uid"])
+        if fc.ok != r["official_valid_fc"]:
+            wrong_fc.append(r["uid"])
+        if v.details["bfcl_error_type"] != r["official_error_type"]:
+            wrong_type.append((r["uid"], v.details["bfcl_error_type"], r["official_error_type"]))
+        assert v.ok == (v.verdict == "correct") and (not v.ok) == bool(v.defects)
+    assert wrong == [] and wrong_fc == [] and wrong_type == []
+
+
+def test_java_and_javascript_source_strings_and_plain_json(dev):
+    """Both encodings of the Java/JS categories: BFCL decodes source text and rejects JSON values."""
+    seen = set()
+    for r, functions, truth in dev:
+        if r["category"] in ("simple_java", "simple_javascript") and r["mutation"] in ("gold", "gold_native"):
+            v = check_bfcl(r["calls"], functions, truth, category=r["category"])
+            assert v.ok == r["official_valid"], r["uid"]
+            assert v.details["language"] == ("java" if r["category"] == "simple_java" else "javascript")
+            seen.add((r["encoding"], v.ok))
+            if not v.ok and r["encoding"] == "json":
+                assert v.details["bfcl_error_type"] in ("type_error:java", "type_error:js")
+    assert {("src", True), ("json", True), ("json", False)} <= seen
+
+
+def test_verdict_names_map_bfcl_errors(dev):
+    kinds = {}
+    for r, functions, truth in dev:
+        v = check_bfcl(r["calls"], functions, truth, category=r["category"])
+        kinds.setdefault(v.details["bfcl_error_type"], set()).add(v.verdict)
+    assert kinds["simple_function_checker:missing_required"] == {"missing_required"}
+    assert kinds["type_error:simple"] == {"type_error"}
+    assert kinds["value_error:string"] == {"wrong_call"}
+    # an unknown name is a hallucinated tool, another real function a wrong call
+    assert kinds["simple_function_checker:wrong_func_name"] == {"hallucinated_tool", "wrong_call"}
+    assert kinds["simple_function_checker:unexpected_param"] == {"hallucinated_param", "wrong_call"}
+
+
+def test_category_and_language_are_inferred_or_rejected(dev):
+    r, functions, truth = next(x for x in dev if x[0]["uid"] == "simple_java_0::gold")
+    assert check_bfcl(r["calls"], functions, truth, question_id=r["id"]).details["language"] == "java"
+    assert check_bfcl(r["calls"], functions, truth).details["category"] == "simple"
+    with pytest.raises(BfclInputError, match="unknown BFCL category 'irrelevance'"):
+        check_bfcl(r["calls"], functions, truth, category="irrelevance")
+    with pytest.raises(BfclInputError, match="unknown language 'rust'"):
+        check_bfcl(r["calls"], functions, truth, category="simple_java", language="rust")
+    with pytest.raises(ValueError, match="unknown mode"):
+        check_calls(r["calls"], functions, truth, mode="loose")
+
+
+def test_malformed_calls_are_unparsable_and_name_the_call(dev):
+    r, functions, truth = dev[0]
+    for calls, where in (([{"f": {}}, 3], "calls[1]"), ("[", "calls"), ([{"name": "f", "arguments": "{x"}],
+                                                                         "calls[0].arguments")):
+        v = check_bfcl(calls, functions, truth, category=r["category"])
+        assert v.verdict == "unparsable" and v.details["bfcl_error_type"] == "ast_decoder:decoder_wrong_output_format"
+        assert v.defects[0].message.startswith(where)
+    # OpenAI-shaped calls are read as BFCL's decoded form
+    assert read_calls([{"type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}]) == [("f", {"a": 1})]
+
+
+def test_docs_bfcl_cannot_read_raise_instead_of_guessing(dev):
+    r, functions, truth = dev[0]
+    (name, params), = r["calls"][0].items()
+    broken = json.loads(json.dumps(functions))
+    broken[0]["parameters"]["properties"][next(iter(params))]["type"] = "number"  # JSON Schema, not BFCL
+    with pytest.raises(BfclInputError, match="not a BFCL python type"):
+        check_bfcl(r["calls"], broken, truth, category=r["category"])
+    with pytest.raises(BfclInputError, match="no BFCL possible answer"):
+        BfclData(shared("bfcl")).lookup("simple_python_999999")
