@@ -226,5 +226,7 @@ def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
     if not defects:
         return quick_verdict(default, True, api, (), {"calls": len(parsed)})
     kinds = {d.kind for d in defects}
-    verdict = next(k for k in CALL_SEVERITY if k in kinds)
+    for verdict in CALL_SEVERITY:
+        if verdict in kinds:
+            break
     return lazy_verdict(verdict, False, api, tuple(defects), {"calls": len(parsed)})

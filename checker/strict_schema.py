@@ -135,8 +135,10 @@ class ValueRule:
             elif value not in enum:
                 return False
         if self.items is not None and isinstance(value, (list, tuple)):
+            shared = self._item_rules.get(-1)
             for i, item in enumerate(value):
-                if not self.item_rule(i).ok(item):
+                rule = shared or self.item_rule(i)
+                if type(item) not in rule.plain and not rule.ok(item):
                     return False
         if self.props is not None and isinstance(value, dict):
             for key in self.props:

@@ -67,21 +67,57 @@ def _dict_matches(value: dict[str, Any], allowed: dict[str, Any]) -> bool:
     return True
 
 
+_TRUE, _FALSE = object(), object()  # stand-ins: True must not equal 1 in a key
+
+
+def _keys(items: Any) -> tuple[Any, ...] | None:
+    """A hashable stand-in for a list of plain values with value_matches' equality (strings
+    normalised, 1 == 1.0, True != 1), or None if an item is not plain."""
+    out = []
+    for x in items:
+        t = type(x)
+        if t is str:
+            out.append(normalize(x))
+        elif t is bool:
+            out.append(_TRUE if x else _FALSE)
+        elif (t is int or t is float) and x == x:
+            out.append(x)
+        else:
+            return None
+    return tuple(out)
+
+
 class Options:
     """The allowed values of one expected parameter."""
 
-    __slots__ = ("shown", "omissible", "strings", "numbers", "bools", "others")
+    __slots__ = ("shown", "omissible", "strings", "numbers", "bools", "lists", "others")
 
     def __init__(self, options: Any) -> None:
         options = options if isinstance(options, list) else [options]
-        given = [o for o in options if o != ""]
-        self.shown = given
         self.omissible = "" in options or None in options
-        self.strings = frozenset(normalize(o) for o in given if isinstance(o, str))
-        self.numbers = frozenset(o for o in given if isinstance(o, (int, float)) and not isinstance(o, bool)
-                                 and o == o)  # NaN equals nothing
-        self.bools = frozenset(o for o in given if isinstance(o, bool))
-        self.others = [o for o in given if not isinstance(o, (str, int, float))]
+        self.shown = given = [o for o in options if o != ""]
+        strings, numbers, bools, lists, others = set(), set(), set(), set(), []
+        for o in given:  # one pass: this runs for every parameter of every question
+            t = type(o)
+            if t is str:
+                strings.add(normalize(o))
+            elif t is bool:
+                bools.add(o)
+            elif t is int or t is float:
+                if o == o:  # NaN equals nothing
+                    numbers.add(o)
+            elif t is list and (keys := _keys(o)) is not None:
+                lists.add(keys)
+            elif isinstance(o, str):
+                strings.add(normalize(o))
+            elif isinstance(o, bool):
+                bools.add(o)
+            elif isinstance(o, (int, float)):
+                if o == o:
+                    numbers.add(o)
+            else:
+                others.append(o)
+        self.strings, self.numbers, self.bools, self.lists, self.others = strings, numbers, bools, lists, others
 
     def match(self, value: Any) -> bool:
         t = type(value)
@@ -91,6 +127,10 @@ class Options:
             return value in self.numbers
         if t is bool:
             return value in self.bools
+        if t is list and self.lists:
+            keys = _keys(value)
+            if keys is not None and keys in self.lists:
+                return True
         # lists, dicts, null; a subclass of a plain type compares with every option
         return any(value_matches(value, o) for o in (self.shown if isinstance(value, _PLAIN) else self.others))
 

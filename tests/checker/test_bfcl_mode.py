@@ -98,3 +98,22 @@ def test_docs_bfcl_cannot_read_raise_instead_of_guessing(dev):
         check_bfcl(r["calls"], broken, truth, category=r["category"])
     with pytest.raises(BfclInputError, match="no BFCL possible answer"):
         BfclData(shared("bfcl")).lookup("simple_python_999999")
+
+
+def test_reference_quirks_are_reproduced_on_real_questions():
+    """docs/checker.md, "Where we believe the reference is wrong": BFCL mode says what bfcl-eval says."""
+    data = BfclData(shared("bfcl"))
+    cat, functions, truth = data.lookup("simple_java_86")
+    runs = lambda argv: check_bfcl([{"argumenttypes001.runThis": {"argv": argv, "out": "debugOutput"}}],  # noqa: E731
+                                   functions, truth, category=cat)
+    assert not runs('new String[]{"-v", "--no-strict"}').ok      # valid Java: the quotes are kept
+    assert runs("new String[]{-v, --no-strict}").ok              # not Java: passes
+    cat, functions, truth = data.lookup("simple_javascript_20")
+    call = {"buttonAddClickHandler": {"element": "myButton", "callback": "handleButtonClick",
+                                      "options": "{stopPropagation: 'true'}"}}
+    assert check_bfcl([call], functions, truth, category=cat).ok  # the string 'true' is read as true
+    from checker.bfcl import javascript
+
+    assert javascript.decode("{a: 1, b: {c: 2}, d: 3}", "dict") == {"a": 1, "b": "{c: 2"}  # cut at the first }
+    with pytest.raises(ValueError):
+        javascript.decode("5n\n", "Bigint")  # bfcl-eval raises here; check_bfcl reports it instead
