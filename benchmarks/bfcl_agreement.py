@@ -129,8 +129,8 @@ def speed(rows: list[dict[str, Any]], questions: dict[str, tuple[Any, Any]], pas
     for name, mode, read_all in variants:
         check = _checker(mode)
         seconds = []
-        bfcl_mode._CACHE.clear()
-        strict_mode._PLANS.clear()
+        bfcl_mode.QUESTIONS.clear()
+        strict_mode.PLANS.clear()
         for _ in range(passes):
             start = time.process_time()
             if read_all:

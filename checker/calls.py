@@ -9,8 +9,8 @@ with ``_``); a near miss is still a hallucinated tool, with the nearest real nam
 as suggestions. The doc rules are in strict_schema.py, the ground-truth rules in
 strict_truth.py. ``bfcl`` reproduces the leaderboard's own checker (bfcl/).
 
-Docs and ground truth are compiled once per (functions, ground_truth) pair of
-objects and reused while the same objects come back, as in an evaluation run.
+Docs and ground truth are compiled once and reused while the same doc and answer objects
+come back, as in an evaluation run or a proxy's requests (memo.py).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from apidb.record import ApiRecord
 
 from .bfcl import check_bfcl
 from .bfcl.values import standardize
+from .memo import Memo
 from .strict_schema import TYPE_NAMES, DocRule
 from .strict_truth import Truth, openai_name, value_matches
 from .suggest import suggest
@@ -75,19 +76,20 @@ Call = tuple[str, dict[str, Any]]
 def _calls(calls: Any) -> tuple[list[Call | None], list[Defect]]:
     """Model calls in any accepted shape; an undecodable call is None plus a defect."""
     defects: list[Defect] = []
-    if isinstance(calls, (bytes, bytearray)):
-        calls = bytes(calls).decode("utf-8", errors="replace")
-    if isinstance(calls, str):
-        try:
-            calls = json.loads(calls)
-        except json.JSONDecodeError as exc:
-            return [None], [Defect("unparsable", f"calls are not JSON ({exc.msg} at column {exc.colno})")]
-    if isinstance(calls, dict) and isinstance(calls.get("tool_calls"), list):
-        calls = calls["tool_calls"]  # an assistant message
-    if isinstance(calls, dict):
-        calls = [calls]
-    if not isinstance(calls, list):
-        return [None], [Defect("unparsable", f"expected a list of calls, got {type(calls).__name__}")]
+    if type(calls) is not list:
+        if isinstance(calls, (bytes, bytearray)):
+            calls = bytes(calls).decode("utf-8", errors="replace")
+        if isinstance(calls, str):
+            try:
+                calls = json.loads(calls)
+            except json.JSONDecodeError as exc:
+                return [None], [Defect("unparsable", f"calls are not JSON ({exc.msg} at column {exc.colno})")]
+        if isinstance(calls, dict) and isinstance(calls.get("tool_calls"), list):
+            calls = calls["tool_calls"]  # an assistant message
+        if isinstance(calls, dict):
+            calls = [calls]
+        if not isinstance(calls, list):
+            return [None], [Defect("unparsable", f"expected a list of calls, got {type(calls).__name__}")]
     out: list[Call | None] = []
     for i, item in enumerate(calls):
         if type(item) is dict and len(item) == 1:  # BFCL's decoded form {func_name: {param: value}}
@@ -167,20 +169,11 @@ class _Plan:
         return explain
 
 
-_PLANS: dict[tuple[int, int], tuple[Any, Any, _Plan]] = {}
-_PLANS_SIZE = 4096
+PLANS: Memo[_Plan] = Memo(4096)
 
 
 def _plan(functions: Any, ground_truth: Any) -> _Plan:
-    key = (id(functions), id(ground_truth))
-    hit = _PLANS.get(key)
-    if hit is not None and hit[0] is functions and hit[1] is ground_truth:
-        return hit[2]
-    plan = _Plan(functions, ground_truth)
-    if len(_PLANS) >= _PLANS_SIZE:
-        del _PLANS[next(iter(_PLANS))]
-    _PLANS[key] = (functions, ground_truth, plan)
-    return plan
+    return PLANS.get(functions, ground_truth, None, lambda: _Plan(functions, ground_truth))
 
 
 # -- entry point ----------------------------------------------------------------------
@@ -204,6 +197,7 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
 
 def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
     parsed, defects = _calls(calls)
+    broken = bool(defects)  # only undecodable calls so far
     plan = _plan(functions, ground_truth)
     if functions is not None:
         rule_of = plan.rule
@@ -217,7 +211,7 @@ def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
             elif not rule.ok(args):
                 defects += rule.defects(i, name, args)
     truth = plan.truth
-    good: list[Call] = parsed if None not in parsed else [c for c in parsed if c is not None]  # type: ignore
+    good: list[Call] = [c for c in parsed if c is not None] if broken else parsed  # type: ignore
     if truth is not None and not (defects and defects[0].call_index is None and defects[0].kind == "unparsable"):
         defects += truth.defects(good)
     first = good[0][0] if good else None

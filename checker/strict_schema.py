@@ -37,6 +37,8 @@ TYPE_NAMES: dict[str, str] = {
 # exact Python types of each kind (fast path; subclasses go through isinstance)
 _EXACT = {_STR: (str,), _INT: (int,), _FLOAT: (int, float), _BOOL: (bool,), _LIST: (list, tuple), _DICT: (dict,)}
 _NO_ALLOWED: list[Any] = []
+_BY_TYPE: dict[str, tuple[list[str] | None, frozenset[type] | None]] = {}
+_MISS = object()
 
 
 def kinds_of(schema: dict[str, Any]) -> list[str] | None:
@@ -74,34 +76,52 @@ class ValueRule:
     """One schema position (with the ground truth's allowed values there, if any)."""
 
     __slots__ = ("schema", "kinds", "exact", "plain", "nullable", "string_ok", "enum", "enum_items", "items",
-                 "props", "optional", "allowed", "_item_rules", "_prop_rules")
+                 "props", "required", "allowed", "per_index", "_item_rules", "_prop_rules")
 
     def __init__(self, schema: dict[str, Any], allowed: list[Any] | None) -> None:
+        # runs once per parameter of every question: kept to plain loops and cached lookups
         self.schema = schema
-        self.kinds = kinds_of(schema)
-        self.exact = frozenset(t for k in self.kinds for t in _EXACT[k]) if self.kinds else None
         t = schema.get("type")
-        self.nullable = bool(schema.get("nullable")) or (isinstance(t, list) and "null" in t)
-        self.allowed = allowed or _NO_ALLOWED
-        self.string_ok = any(isinstance(a, str) and a != "" for a in self.allowed)
+        typed = _BY_TYPE.get(t) if type(t) is str else None
+        if typed is None:
+            kinds = kinds_of(schema)
+            typed = (kinds, frozenset(x for k in kinds for x in _EXACT[k]) if kinds else None)
+            if type(t) is str:
+                _BY_TYPE[t] = typed
+        self.kinds, self.exact = typed
+        self.nullable = bool(schema.get("nullable")) or (type(t) is list and "null" in t)
+        self.allowed = allowed = allowed or _NO_ALLOWED
+        string_ok = per_index = False
+        for a in allowed:
+            if isinstance(a, str):
+                string_ok = string_ok or a != ""
+            elif isinstance(a, list):
+                per_index = True  # the allowed values at item i differ per index
+        self.string_ok, self.per_index = string_ok, per_index
         enum = schema.get("enum")
         self.enum = enum if isinstance(enum, list) and enum else None
         # an enum on an array-typed parameter constrains its items (as BFCL docs use it)
         self.enum_items = self.enum is not None and self.kinds == [_LIST] and \
             not any(isinstance(e, list) for e in self.enum)
-        self.items = schema["items"] if isinstance(schema.get("items"), dict) else None
-        self.props = schema["properties"] if isinstance(schema.get("properties"), dict) else None
-        required = schema.get("required")
-        self.optional = (lambda key: key not in required) if isinstance(required, list) else (lambda key: True)
-        self._item_rules: dict[int, ValueRule] = {}
-        self._prop_rules: dict[str, ValueRule] = {}
+        items, props = schema.get("items"), schema.get("properties")
+        self.items = items if isinstance(items, dict) else None
+        self.props = props if isinstance(props, dict) else None
+        required = schema.get("required") if self.props is not None else None
+        self.required = frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list) else None
+        self._item_rules: dict[int, ValueRule] | None = None
+        self._prop_rules: dict[str, ValueRule] | None = None
         # the exact types for which type(value) in plain settles it: no enum, items or properties
         self.plain = self.exact if self.exact and self.enum is None and self.items is None \
             and self.props is None else frozenset()
 
+    def optional(self, key: str) -> bool:
+        """A property the schema does not require (an explicit null for it is left out)."""
+        return self.required is None or key not in self.required
+
     def item_rule(self, i: int) -> ValueRule:
-        # the allowed values at item i differ per index only if the ground truth has lists here
-        key = i if any(isinstance(a, list) for a in self.allowed) else -1
+        key = i if self.per_index else -1
+        if self._item_rules is None:
+            self._item_rules = {}
         rule = self._item_rules.get(key)
         if rule is None:
             sub = [a[i] for a in self.allowed if isinstance(a, list) and i < len(a)] if key >= 0 else None
@@ -109,6 +129,8 @@ class ValueRule:
         return rule
 
     def prop_rule(self, key: str) -> ValueRule | None:
+        if self._prop_rules is None:
+            self._prop_rules = {}
         rule = self._prop_rules.get(key)
         if rule is None:
             sub_schema = self.props[key]  # type: ignore[index]
@@ -135,7 +157,7 @@ class ValueRule:
             elif value not in enum:
                 return False
         if self.items is not None and isinstance(value, (list, tuple)):
-            shared = self._item_rules.get(-1)
+            shared = self._item_rules.get(-1) if self._item_rules else None
             for i, item in enumerate(value):
                 rule = shared or self.item_rule(i)
                 if type(item) not in rule.plain and not rule.ok(item):
@@ -232,11 +254,13 @@ class DocRule:
             return rule
 
     def ok(self, args: dict[str, Any]) -> bool:
-        props, rules = self.props, self._rules
+        rules = self._rules
         for arg, value in args.items():
-            if arg not in props:
-                return False
-            rule = rules[arg] if arg in rules else self.rule(arg)
+            rule = rules.get(arg, _MISS)
+            if rule is _MISS:
+                if arg not in self.props:
+                    return False
+                rule = self.rule(arg)
             if rule is None or type(value) in rule.plain:
                 continue
             if not (value is None and arg not in self.required_set) and not rule.ok(value):

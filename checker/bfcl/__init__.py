@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..memo import Memo
 from ..verdict import Defect, Verdict, make, quick_defect, quick_verdict
 from .errors import BfclInputError
 from .functions import Question
@@ -41,8 +42,7 @@ _KIND = {
     "type_error:js": "type_error", "toolsift:reference_crash": "type_error",
     "simple_function_checker:wrong_func_name": "hallucinated_tool", DECODER_FORMAT: "unparsable",
 }
-_CACHE: dict[int, tuple[Any, Any, str, str, Question]] = {}
-_CACHE_SIZE = 4096
+QUESTIONS: Memo[Question] = Memo(4096)
 _RESOLVED: dict[Any, tuple[str, str]] = {}  # category or (category, language) -> resolved
 
 
@@ -123,19 +123,9 @@ def _openai_call(item: Any, i: int) -> tuple[str, dict[str, Any]]:
 
 def question(functions: Any, ground_truth: Any, category: str, language: str) -> Question:
     """The compiled question, reused while the same doc and answer objects come back (an
-    evaluation checks many outputs per question). Keyed by identity and holding both
-    objects, so an id is never reused for another object; mutating them in place between
-    checks is not supported."""
-    key = id(ground_truth)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is functions and hit[1] is ground_truth and hit[2] == category \
-            and hit[3] == language:
-        return hit[4]
-    compiled = Question(functions, ground_truth, category, language)
-    if len(_CACHE) >= _CACHE_SIZE:
-        del _CACHE[next(iter(_CACHE))]
-    _CACHE[key] = (functions, ground_truth, category, language, compiled)
-    return compiled
+    evaluation checks many outputs per question); see checker/memo.py."""
+    return QUESTIONS.get(functions, ground_truth, (category, language),
+                         lambda: Question(functions, ground_truth, category, language))
 
 
 def check_bfcl(calls: Any, functions: Any, ground_truth: Any, *, category: str | None = None,
