@@ -76,7 +76,7 @@ class ValueRule:
     """One schema position (with the ground truth's allowed values there, if any)."""
 
     __slots__ = ("schema", "kinds", "exact", "plain", "nullable", "string_ok", "enum", "enum_items", "items",
-                 "props", "required", "allowed", "per_index", "_item_rules", "_prop_rules")
+                 "props", "required", "allowed", "per_index", "members", "_item_rules", "_prop_rules")
 
     def __init__(self, schema: dict[str, Any], allowed: list[Any] | None) -> None:
         # runs once per parameter of every question: kept to plain loops and cached lookups
@@ -113,6 +113,10 @@ class ValueRule:
         # the exact types for which type(value) in plain settles it: no enum, items or properties
         self.plain = self.exact if self.exact and self.enum is None and self.items is None \
             and self.props is None else frozenset()
+        # a scalar enum: a value of an exact type that is a member settles it too
+        self.members = frozenset(e for e in self.enum if type(e) in self.exact) \
+            if self.exact and self.enum is not None and not self.enum_items and self.items is None \
+            and self.props is None and all(type(e) in (str, int, float, bool) for e in self.enum) else None
 
     def optional(self, key: str) -> bool:
         """A property the schema does not require (an explicit null for it is left out)."""
@@ -262,6 +266,9 @@ class DocRule:
                     return False
                 rule = self.rule(arg)
             if rule is None or type(value) in rule.plain:
+                continue
+            members = rule.members
+            if members is not None and type(value) in rule.exact and value in members:
                 continue
             if not (value is None and arg not in self.required_set) and not rule.ok(value):
                 return False

@@ -117,3 +117,15 @@ def test_reference_quirks_are_reproduced_on_real_questions():
     assert javascript.decode("{a: 1, b: {c: 2}, d: 3}", "dict") == {"a": 1, "b": "{c: 2"}  # cut at the first }
     with pytest.raises(ValueError):
         javascript.decode("5n\n", "Bigint")  # bfcl-eval raises here; check_bfcl reports it instead
+
+
+def test_a_value_the_reference_raises_on_is_an_invalid_verdict():
+    """bfcl-eval raises on a JavaScript Bigint written with a trailing newline ("5n\\n" matches its
+    pattern, then int("5n") fails); BFCL mode reports it instead of stopping the run."""
+    cat, functions, truth = BfclData(shared("bfcl")).lookup("simple_javascript_17")
+    docs = json.loads(json.dumps(functions))
+    docs[0]["parameters"]["properties"]["priorityLevel"]["type"] = "Bigint"
+    call = {"generateNotificationHandler": {"app": "app", "priorityLevel": "5n\n", "messagingService": "messagingSvc",
+                                            "notificationType": "2"}}
+    v = check_bfcl([call], docs, truth, category=cat)
+    assert not v.ok and v.details["bfcl_error_type"] == "toolsift:reference_crash" and v.verdict == "type_error"
