@@ -134,11 +134,12 @@ def check_bfcl(calls: Any, functions: Any, ground_truth: Any, *, category: str |
     names are written with ``_``). Raises BfclInputError for an unknown category or
     language and for docs or answers the official checker cannot read; malformed calls
     give an ``unparsable`` verdict (BFCL: ``ast_decoder:decoder_wrong_output_format``)."""
-    key = category if language is None else (category, language)
-    resolved = _RESOLVED.get(key) if category is not None else None
+    cacheable = type(category) is str and (language is None or type(language) is str)
+    key = (category if language is None else (category, language)) if cacheable else None
+    resolved = _RESOLVED.get(key) if cacheable else None
     if resolved is None:
         resolved = resolve(category, language, question_id, functions, ground_truth)
-        if category is not None:
+        if cacheable:
             _RESOLVED[key] = resolved
     category, language = resolved
     q = question(functions, ground_truth, category, language)

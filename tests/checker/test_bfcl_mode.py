@@ -129,3 +129,19 @@ def test_a_value_the_reference_raises_on_is_an_invalid_verdict():
                                             "notificationType": "2"}}
     v = check_bfcl([call], docs, truth, category=cat)
     assert not v.ok and v.details["bfcl_error_type"] == "toolsift:reference_crash" and v.verdict == "type_error"
+
+
+@pytest.mark.parametrize("functions", [None, [], [None, 3, "x"], [{"name": 5}], [{"name": "f", "parameters": "oops"}],
+                                       [{"name": "f", "parameters": {"properties": {"a": "oops"}, "required": []}}],
+                                       [{"name": "f", "parameters": {"properties": {"a": {"type": "array"}}}}]])
+@pytest.mark.parametrize("truth", [None, [], "x", [{"f": "oops"}], [{"f": {"a": "not a list"}}], [{"a": {}, "b": {}}],
+                                   [{"f": {"a": [[1], None, 3]}}], [{"f": {"a": [{"k": 1}]}}]])
+@pytest.mark.parametrize("calls", [[{"f": {"a": [1]}}], [{"f": {"a": {"k": [1]}}}], [{"f": {"a": None}}], []])
+def test_unreadable_docs_or_answers_raise_bfcl_input_error_only(functions, truth, calls):
+    from checker import Verdict
+
+    for category in ("simple", "multiple", "parallel"):
+        try:
+            assert isinstance(check_bfcl(calls, functions, truth, category=category), Verdict)
+        except BfclInputError:
+            pass
