@@ -71,6 +71,7 @@ def _function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str,
 
 
 Call = tuple[str, dict[str, Any]]
+_MISS = object()
 
 
 def _calls(calls: Any) -> tuple[list[Call | None], list[Defect]]:
@@ -134,25 +135,25 @@ def _one_call(item: Any) -> tuple[Call | None, str]:
 
 # -- compiled docs + ground truth -------------------------------------------------------
 class _Plan:
-    __slots__ = ("docs", "ids", "real_names", "truth", "_rules", "_near")
+    __slots__ = ("docs", "ids", "real_names", "truth", "rules", "_near")
 
     def __init__(self, functions: Any, ground_truth: Any) -> None:
         self.docs, self.ids = _function_docs(functions)
         self.real_names = [n for n, d in self.docs.items() if d.get("name") == n]
         self.truth = Truth(ground_truth) if ground_truth is not None else None
-        self._rules: dict[str, DocRule | None] = {}
+        self.rules: dict[str, DocRule | None] = {}  # by call name, filled by rule()
         self._near: dict[str, list[str]] = {}
 
     def rule(self, name: str) -> DocRule | None:
         """The doc rule for a call's name, with the ground truth's values for that function."""
-        rule = self._rules.get(name)
-        if rule is None and name not in self._rules:
+        rule = self.rules.get(name)
+        if rule is None and name not in self.rules:
             doc = self.docs.get(name)
             if doc is not None:
                 truth = self.truth
                 allowed = (truth.allowed(name) or truth.allowed(doc.get("name"))) if truth else {}
                 rule = DocRule(doc, allowed)
-            self._rules[name] = rule
+            self.rules[name] = rule
         return rule
 
     def near(self, name: str) -> list[str]:
@@ -173,7 +174,8 @@ PLANS: Memo[_Plan] = Memo(4096)
 
 
 def _plan(functions: Any, ground_truth: Any) -> _Plan:
-    return PLANS.get(functions, ground_truth, None, lambda: _Plan(functions, ground_truth))
+    plan = PLANS.get(functions, ground_truth)
+    return plan if plan is not None else PLANS.put(functions, ground_truth, None, _Plan(functions, ground_truth))
 
 
 # -- entry point ----------------------------------------------------------------------
@@ -198,14 +200,16 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
 def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
     parsed, defects = _calls(calls)
     broken = bool(defects)  # only undecodable calls so far
-    plan = _plan(functions, ground_truth)
+    plan = PLANS.get(functions, ground_truth) or _plan(functions, ground_truth)
     if functions is not None:
-        rule_of = plan.rule
+        rules = plan.rules
         for i, call in enumerate(parsed):
             if call is None:
                 continue
             name, args = call
-            rule = rule_of(name)
+            rule = rules.get(name, _MISS)
+            if rule is _MISS:
+                rule = plan.rule(name)
             if rule is None:  # suggestions are worked out if someone reads them
                 defects.append(lazy_defect("hallucinated_tool", plan.no_tool(name), i, name))
             elif not rule.ok(args):

@@ -11,7 +11,7 @@ noticed: pass a new dict.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -27,18 +27,21 @@ class Memo(Generic[T]):
         self.size = size
         self._entries: dict[Any, tuple[Any, Any, Any, Any, T]] = {}
 
-    def get(self, functions: Any, ground_truth: Any, extra: Any, build: Callable[[], T]) -> T:
-        key = (id(functions), id(ground_truth), extra)
-        hit = self._entries.get(key)
+    def get(self, functions: Any, ground_truth: Any, extra: Any = None) -> T | None:
+        """The value compiled from these objects, if it is still theirs."""
+        hit = self._entries.get((id(functions), id(ground_truth), extra))
         if hit is not None:
             f, g, f_copy, g_copy, value = hit
             if f is functions and g is ground_truth and (f_copy is None or f == f_copy) \
                     and (g_copy is None or g == g_copy):
                 return value
-        value = build()
+        return None
+
+    def put(self, functions: Any, ground_truth: Any, extra: Any, value: T) -> T:
         if len(self._entries) >= self.size:
             del self._entries[next(iter(self._entries))]
-        self._entries[key] = (functions, ground_truth, _copy(functions), _copy(ground_truth), value)
+        self._entries[(id(functions), id(ground_truth), extra)] = \
+            (functions, ground_truth, _copy(functions), _copy(ground_truth), value)
         return value
 
     def clear(self) -> None:

@@ -124,8 +124,9 @@ def _openai_call(item: Any, i: int) -> tuple[str, dict[str, Any]]:
 def question(functions: Any, ground_truth: Any, category: str, language: str) -> Question:
     """The compiled question, reused while the same doc and answer objects come back (an
     evaluation checks many outputs per question); see checker/memo.py."""
-    return QUESTIONS.get(functions, ground_truth, (category, language),
-                         lambda: Question(functions, ground_truth, category, language))
+    extra = (category, language)
+    return QUESTIONS.get(functions, ground_truth, extra) or \
+        QUESTIONS.put(functions, ground_truth, extra, Question(functions, ground_truth, category, language))
 
 
 def check_bfcl(calls: Any, functions: Any, ground_truth: Any, *, category: str | None = None,
