@@ -19,7 +19,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # command -> (module, what it does); each module exposes run(out_dir, quick)
 DELEGATED = {
     "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
-    "bfcl": ("benchmarks.bfcl_check", "JSON checker over the BFCL AST categories, plus throughput"),
+    "bfcl": ("benchmarks.bfcl_check", "JSON checker vs the official BFCL verdicts (strict, --mode bfcl), speed"),
     "router": ("benchmarks.router_targets", "router quality and speed targets (issue 3)"),
     "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.proxy_overhead", "middleware/proxy overhead per request"),
