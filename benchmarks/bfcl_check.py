@@ -6,7 +6,9 @@ For every entry, the answer built from the first allowed value of each parameter
 (skipping "" = may omit, and null) is checked against the entry's own function docs
 and ground truth. Every answer should be ``correct``; those that are not break their
 own function doc (a value outside its enum, a bool for a string...) and are listed,
-not hidden. Also measures checker throughput. Writes DIR/results.json and DIR/report.md.
+not hidden. Then (benchmarks/bfcl_agreement.py) the agreement of strict mode and
+``--mode bfcl`` with the official BFCL verdicts, and the speed of each mode.
+Writes DIR/results.json and DIR/report.md.
 """
 from __future__ import annotations
 
@@ -86,7 +88,7 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
             exceptions.append({"id": a["id"], "category": cat, "verdict": v.verdict,
                                "defects": [d.message for d in v.defects]})
     first_pass = time.perf_counter() - t0
-    # throughput: a few more passes over the same checks (no caching in check_calls)
+    # wall-clock throughput of strict mode on the gold answers (each question compiled in the first pass)
     repeats = 1 if quick else 4
     t1 = time.perf_counter()
     for _ in range(repeats):
@@ -105,8 +107,11 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
         "exceptions": exceptions,
         "throughput": {"checks_per_second": round(n_checks / took, 1), "tool_calls_per_second": round(n_calls / took, 1),
                        "checks": n_checks, "seconds": round(took, 3), "first_pass_seconds": round(first_pass, 3)},
-        "wall_seconds": round(time.perf_counter() - start, 2),
     }
+    from . import bfcl_agreement
+
+    results["official"] = bfcl_agreement.run(bfcl_dir().parent, quick)
+    results["wall_seconds"] = round(time.perf_counter() - start, 2)
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "report.md").write_text(render(results), encoding="utf-8")
     return results
@@ -115,19 +120,24 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
 def render(r: dict[str, Any]) -> str:
     from benchmarks.report import md_table
 
-    parts = ["# BFCL possible answers through the JSON tool-call checker", "",
-             f"Command: `{r['command']}`  ", f"Wall time: {r['wall_seconds']:.1f} s", "",
+    from .bfcl_agreement import render as render_official
+
+    parts = ["# BFCL: the JSON tool-call checker against the official verdicts", "",
+             f"Command: `{r['command']}`  ", f"Wall time: {r['wall_seconds']:.1f} s", ""]
+    if "official" in r:
+        parts += render_official(r["official"])
+    parts += ["## BFCL possible answers through strict mode", "",
              f"**{r['correct']} of {r['entries']}** ground-truth answers (first allowed value per parameter, "
              f"skipping \"\" and null) are `correct`; {r['not_correct']} are not, because they break their own "
              "function doc (listed below; the checker is not loosened for them).", "",
-             "## By category", ""]
+             "### By category", ""]
     verdicts = sorted({v for c in r["by_category"].values() for v in c})
     rows = [[cat] + [c.get(v, 0) for v in verdicts] for cat, c in r["by_category"].items()]
     parts += [md_table(["category"] + verdicts, rows), ""]
     tp = r["throughput"]
-    parts += ["## Throughput", "", f"{tp['checks_per_second']:.0f} checks/s ({tp['tool_calls_per_second']:.0f} tool "
+    parts += ["### Throughput", "", f"{tp['checks_per_second']:.0f} checks/s ({tp['tool_calls_per_second']:.0f} tool "
               f"calls/s) on one core: {tp['checks']} checks with function docs and ground truth in {tp['seconds']:.2f} s.",
-              "", "## Answers that break their own function doc", ""]
+              "", "### Answers that break their own function doc", ""]
     rows = [[e["id"], e["verdict"], e["defects"][0][:140].replace("|", "\\|")] for e in r["exceptions"]]
     parts += [md_table(["id", "verdict", "first defect"], rows) if rows else "none", ""]
     return "\n".join(parts)

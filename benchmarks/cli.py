@@ -129,7 +129,7 @@ def _proxy_cmd(
 # name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
 DELEGATED = {
     "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
-    "bfcl": ("benchmarks.bfcl_check", "JSON checker over the BFCL AST categories, plus throughput"),
+    "bfcl": ("benchmarks.bfcl_check", "JSON checker vs the official BFCL verdicts (strict, --mode bfcl), speed"),
     "router": ("benchmarks.router_targets", "Router quality and speed targets"),
     "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.proxy_overhead", "Middleware/proxy overhead per request"),
@@ -138,7 +138,8 @@ FOLDERS = {"router": "router_targets"}  # results folder when it is not the comm
 # One line about a finished run, for the commands that take only --out and --quick.
 SUMMARIES: dict[str, Callable[[dict], str]] = {
     "gorilla": lambda r: f"max |diff| {r['max_abs_diff']} points, {r['wall_seconds']:.1f} s",
-    "bfcl": lambda r: f"{r['correct']}/{r['entries']} correct, {r['throughput']['checks_per_second']:.0f} checks/s",
+    "bfcl": lambda r: (f"{r['correct']}/{r['entries']} correct; bfcl mode agrees on "
+                       f"{r['official']['agreement']['bfcl']['agree']}/{r['official']['outputs']}"),
     "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
 }
 

@@ -2,19 +2,13 @@
 repository. Every benchmark (and the test suite) finds its files through `data_root`."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from apidb.public_data import data_root
 from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 
 from .errors import DatasetError
-
-
-def data_root() -> Path:
-    """``$TOOLSIFT_SHARED_DATA`` or ``<repo>/../shared/data`` (read at each call: tests change it)."""
-    env = os.environ.get("TOOLSIFT_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def data_dir(name: str, marker: str = "", what: str = "") -> Path:

@@ -3,6 +3,9 @@
     from checker import check_code, check_calls
     check_code("pipeline('summarization', model='facebook/bart-large-cnn-v9')", catalog)
     check_calls([{"name": "weather", "arguments": {"city": "Paris"}}], functions=tools)
+    check_calls(calls, docs, possible_answer, mode="bfcl", category="live_simple")  # BFCL's own verdict
+
+Strict and BFCL rules side by side: docs/checker.md.
 
 Importing this package is cheap: libcst is loaded on the first code check.
 """

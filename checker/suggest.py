@@ -6,10 +6,16 @@ import re
 from collections.abc import Iterable
 
 _SEP = re.compile(r"[\s_\-./:]+")
+_NORMS: dict[str, str] = {}
 
 
 def _norm(name: str) -> str:
-    return _SEP.sub("", name.lower())
+    out = _NORMS.get(name)
+    if out is None:
+        if len(_NORMS) >= 65536:
+            _NORMS.clear()
+        out = _NORMS[name] = _SEP.sub("", name.lower())
+    return out
 
 
 def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
@@ -18,6 +24,12 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     Combines a normalized exact hit (case, ``_-./`` ignored), containment of the
     normalized name in a real one (``weather`` -> ``get_weather``) and difflib's
     similarity ratio, so both typos and truncations are caught.
+
+    Speed (the strict checker suggests for every unknown tool or parameter): a
+    contained name's score is its containment score (difflib's ratio can never
+    beat it), and the ratio is only computed for candidates whose length-based and
+    character-count upper bounds can still reach the n-th best score so far, taking
+    candidates by decreasing length bound. The result is the same as scoring all.
     """
     if not isinstance(name, str) or not name:
         return []
@@ -26,23 +38,39 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
         return []
     target = _norm(name)
     scored: list[tuple[float, str]] = []
-    matcher = difflib.SequenceMatcher(autojunk=False)
-    matcher.set_seq2(target)
+    rest: list[tuple[float, str, str]] = []
+    lt = len(target)
     for cand in pool:
         norm = _norm(cand)
         if not norm:
             continue
-        matcher.set_seq1(norm)
-        contained = target in norm or norm in target
-        # quick_ratio bounds ratio from above: below the 0.5 cut-off ratio() cannot pass
-        if not contained and (matcher.real_quick_ratio() < 0.5 or matcher.quick_ratio() < 0.5):
-            continue
-        score = matcher.ratio()
         if norm == target:
-            score = 2.0
-        elif target and contained:
-            score = max(score, 0.75 + 0.25 * min(len(target), len(norm)) / max(len(target), len(norm)))
-        if score >= 0.5:
-            scored.append((score, cand))
+            scored.append((2.0, cand))
+        elif target and (target in norm or norm in target):
+            short, long_ = sorted((lt, len(norm)))
+            scored.append((0.75 + 0.25 * short / long_, cand))
+        else:
+            rest.append((2.0 * min(lt, len(norm)) / (lt + len(norm)), cand, norm))  # real_quick_ratio
+    if rest:
+        rest.sort(key=lambda t: -t[0])
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(target)
+        for bound, cand, norm in rest:
+            floor = _floor(scored, n)
+            if bound < floor:
+                break  # every later candidate has a lower bound still
+            matcher.set_seq1(norm)
+            if matcher.quick_ratio() < floor:
+                continue
+            score = matcher.ratio()
+            if score >= 0.5:
+                scored.append((score, cand))
     scored.sort(key=lambda t: (-t[0], len(t[1]), t[1]))
     return [c for _, c in scored[:n]]
+
+
+def _floor(scored: list[tuple[float, str]], n: int) -> float:
+    """The score a candidate needs to possibly enter the top ``n`` (ties may, by name)."""
+    if len(scored) < n:
+        return 0.5
+    return max(0.5, sorted((s for s, _ in scored), reverse=True)[n - 1])

@@ -78,3 +78,81 @@ def most_severe(kinds: list[str], default: str) -> str:
     """The most severe of ``kinds`` by CALL_SEVERITY, or ``default`` if none counts."""
     ranked = [k for k in CALL_SEVERITY if k in kinds]
     return ranked[0] if ranked else default
+
+
+# The generated __init__ of a frozen dataclass sets each field with object.__setattr__,
+# which costs more than a whole checked parameter (~2 µs per object on the project's
+# machines). The checkers build one Verdict per output, so they fill __dict__ directly;
+# the objects are the same (frozen, equal, same repr) as the constructor's.
+_new = object.__new__
+
+
+def quick_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect, ...],
+                  details: dict[str, Any], suggestions: tuple[str, ...] = ()) -> Verdict:
+    """``Verdict(verdict, ok, api, defects, suggestions, details=details)``, faster."""
+    v = _new(Verdict)
+    v.__dict__.update(verdict=verdict, ok=ok, api=api, defects=defects, suggestions=suggestions,
+                      nearest=None, call=None, details=details)
+    return v
+
+
+def quick_defect(kind: str, message: str, call_index: int | None = None, name: str | None = None,
+                 param: str | None = None, suggestions: tuple[str, ...] = ()) -> Defect:
+    """``Defect(kind, message, call_index, name, param, suggestions)``, faster."""
+    d = _new(Defect)
+    d.__dict__.update(kind=kind, message=message, call_index=call_index, name=name, param=param,
+                      suggestions=suggestions)
+    return d
+
+
+# Spelling suggestions cost more than checking a call (difflib over the doc's names),
+# and most consumers only read the verdict. Strict mode therefore attaches them as a
+# closure, run on first read of ``message``/``suggestions`` (to_dict, repr, ==, the CLI
+# all read them). The objects are otherwise the frozen dataclasses above.
+class LazyDefect(Defect):
+    """A Defect whose message and suggestions are worked out when first read."""
+
+    def _resolve(self) -> None:
+        explain = self.__dict__.pop("_explain", None)
+        if explain is not None:
+            message, suggestions = explain()
+            self.__dict__.update(_message=message, _suggestions=suggestions)
+
+    @property  # type: ignore[override]
+    def message(self) -> str:
+        self._resolve()
+        return self.__dict__["_message"]
+
+    @property  # type: ignore[override]
+    def suggestions(self) -> tuple[str, ...]:
+        self._resolve()
+        return self.__dict__["_suggestions"]
+
+
+def lazy_defect(kind: str, explain: Any, call_index: int | None = None, name: str | None = None,
+                param: str | None = None) -> Defect:
+    """A Defect whose (message, suggestions) come from ``explain()`` on first read."""
+    d = _new(LazyDefect)
+    d.__dict__.update(kind=kind, call_index=call_index, name=name, param=param, _explain=explain)
+    return d
+
+
+class LazyVerdict(Verdict):
+    """A Verdict whose suggestions (those of its hallucinated-tool defects, in order, once
+    each) are gathered when first read."""
+
+    @property  # type: ignore[override]
+    def suggestions(self) -> tuple[str, ...]:
+        cached = self.__dict__.get("_suggestions")
+        if cached is None:
+            cached = self.__dict__["_suggestions"] = tuple(dict.fromkeys(
+                s for d in self.defects if d.kind == "hallucinated_tool" for s in d.suggestions))
+        return cached
+
+
+def lazy_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect, ...],
+                 details: dict[str, Any]) -> Verdict:
+    """``quick_verdict`` whose suggestions are gathered from its defects when first read."""
+    v = _new(LazyVerdict)
+    v.__dict__.update(verdict=verdict, ok=ok, api=api, defects=defects, nearest=None, call=None, details=details)
+    return v

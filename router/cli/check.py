@@ -69,12 +69,47 @@ class _Catalog:
         return self._index
 
 
-def _mode(mode: str) -> str:
-    from checker.code import MODES
+MODES = ("strict", "gorilla", "bfcl")  # gorilla: code-style answers only; bfcl: JSON calls only
 
+
+def _mode(mode: str) -> str:
     if mode not in MODES:
         raise CliError(f"unknown --mode {mode!r} (choose from: {', '.join(MODES)})")
     return mode
+
+
+def _bfcl_rows(file: Path, text: str, fc: bool, data: Optional[Path]) -> list[dict[str, Any]]:
+    """--mode bfcl: every line checked first; a bad one is a one-line error naming it."""
+    from checker.bfcl.batch import check_lines
+    from checker.bfcl.data import BfclData
+
+    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    try:
+        return check_lines(lines, fc=fc, data=BfclData(data))
+    except ToolsiftError as exc:
+        raise CliError(f"{file}: {exc}") from None
+
+
+def _audit_bfcl(responses: Path, fc: bool, data: Optional[Path], as_json: bool, report: Optional[Path]) -> None:
+    from checker.bfcl.batch import summarize, write_report
+
+    try:
+        text = responses.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise CliError(f"{responses}: cannot read ({exc.strerror or exc})") from None
+    summary = summarize(_bfcl_rows(responses, text, fc, data))
+    summary.update({"file": str(responses), "fc": fc})
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        for key in ("n", "accuracy", "hallucination", "error"):
+            value = summary[key]
+            typer.echo(f"{key}\t{value if value is None or key == 'n' else f'{value:.4f}'}")
+        typer.echo("verdicts\t" + ", ".join(f"{k} {v}" for k, v in summary["counts"].items()))
+    if report is not None:
+        cmd = "toolsift " + " ".join(sys.argv[1:]) if sys.argv else ""
+        path = write_report(summary, report, f"{responses.name} (bfcl{', FC' if fc else ''})", cmd)
+        typer.echo(f"report: {path}", err=True)
 
 
 def _progress(total: int, label: str):  # noqa: ANN202
@@ -121,7 +156,12 @@ def check(
     file: Path = typer.Argument(..., help="JSONL: {id, output, gold?} or {id, calls, functions?, ground_truth?}"),
     db: Db = None,
     namespace: Optional[str] = typer.Option(None, "--namespace", help="only match APIs of this namespace"),
-    mode: str = typer.Option("strict", "--mode", help="strict | gorilla (upstream APIBench rules)"),
+    mode: str = typer.Option("strict", "--mode", help="strict | gorilla (upstream APIBench rules) | "
+                             "bfcl (the BFCL leaderboard's AST checker; JSON calls)"),
+    bfcl_fc: bool = typer.Option(False, "--bfcl-fc", help="bfcl: judge names as for a function-calling "
+                                 "model (dots written as _)"),
+    bfcl_data: Optional[Path] = typer.Option(None, "--bfcl-data", help="bfcl: BFCL data folder for lines "
+                                             "that give only a question id (default $TOOLSIFT_BFCL_DATA)"),
 ) -> None:
     """Check model outputs (code-style calls or JSON tool calls); one JSON verdict per line."""
     _mode(mode)
@@ -129,6 +169,15 @@ def check(
         text = file.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise CliError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    if mode == "bfcl":
+        start = time.perf_counter()
+        rows = _bfcl_rows(file, text, bfcl_fc, bfcl_data)
+        sys.stdout.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+        counts = Counter(r["verdict"] for r in rows)
+        summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())
+        typer.echo(f"checked {len(rows)} line(s) in {time.perf_counter() - start:.2f}s: {summary or 'nothing'}",
+                   err=True)
+        return
     cat = _Catalog(catalog_path(db), namespace)
     counts: Counter = Counter()
     start = time.perf_counter()
@@ -146,18 +195,26 @@ def check(
     typer.echo(f"checked {len(lines)} line(s) in {took:.2f}s: {summary or 'nothing'}", err=True)
 
 def audit_cmd(
-    responses: Path = typer.Argument(..., help="a Gorilla response file (question_id, text per line)"),
+    responses: Path = typer.Argument(..., help="a Gorilla response file (question_id, text per line); "
+                                     "--mode bfcl: BFCL outputs as for check"),
     db: Db = None,
-    namespace: str = typer.Option(..., "--namespace", help="the catalog namespace of the hub"),
+    namespace: Optional[str] = typer.Option(None, "--namespace", help="the catalog namespace of the hub"),
     gold: Optional[Path] = typer.Option(None, "--gold", help="APIBench *_eval.json (line i = question i)"),
-    mode: str = typer.Option("strict", "--mode", help="strict | gorilla"),
+    mode: str = typer.Option("strict", "--mode", help="strict | gorilla | bfcl"),
     as_json: Json = False,
     report: Optional[Path] = typer.Option(None, "--report", help="write report.md and a PNG chart here"),
+    bfcl_fc: bool = typer.Option(False, "--bfcl-fc", help="bfcl: a function-calling model (dots written as _)"),
+    bfcl_data: Optional[Path] = typer.Option(None, "--bfcl-data", help="bfcl: BFCL data folder"),
 ) -> None:
     """Score a file of model answers: n, accuracy, hallucination, error (fractions)."""
     from checker.audit import audit, read_gold, read_jsonl, write_report
 
     _mode(mode)
+    if mode == "bfcl":
+        _audit_bfcl(responses, bfcl_fc, bfcl_data, as_json, report)
+        return
+    if namespace is None:
+        raise CliError(f"--namespace is required with --mode {mode} (the catalog namespace of the hub)")
     rows = read_jsonl(responses, "responses")
     gold_rows = read_gold(gold) if gold is not None else None
     db = catalog_path(db)
