@@ -13,16 +13,15 @@ hash) and indexed by the router (`tool_index`). The gateway's own client sees ex
 * the pinned tools, exposed directly as ``server__tool``.
 
 Start-up: the encoder loads and every upstream connects at once. The gateway answers
-``list_tools`` and ``call_tool`` once each server has answered or failed, or after
-``ready_timeout`` seconds, whichever comes first: a server that has not answered by then
-is reported as starting and joins when it does (until ``start_timeout``). ``search_tools``
-also waits for the first index. An upstream that fails to start or dies mid-call yields a
-tool error; the others keep being served. `mcp` and the embedding model are imported only
-when a gateway runs.
+``call_tool`` once each server has answered or failed, or after ``ready_timeout`` seconds,
+whichever comes first: a server that has not answered by then is reported as starting and
+joins when it does (until ``start_timeout``). ``list_tools`` also waits for the pinned
+tools' servers, ``search_tools`` for an index that covers every listing synced so far. An
+upstream that fails to start or dies mid-call yields a tool error; the others keep being
+served. `mcp` and the embedding model are imported only when a gateway runs.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -36,15 +35,13 @@ from apidb.record import ApiRecord
 from checker.messages import refusal
 
 from .errors import GatewayError
-from .names import SEP, qualified, server_name_problem
-from .server import CALL_TOOL, SEARCH_TOOL, build_server, error_result, gateway_tools, json_result
+from .names import qualified, server_name_problem
+from .server import (CALL_TOOL, SEARCH_TOOL, build_server, call_arguments, describe_selection, error_result,
+                     gateway_tools, json_result)
 from .tool_index import ToolIndex
 from .upstreams import Upstream, UpstreamSpec, UpstreamUnavailable
 
 log = logging.getLogger("toolsift.mcp")
-
-__all__ = ["Gateway", "SEP", "qualified"]
-
 
 class ToolNotFound(LookupError):
     """No tool has this name; ``detail`` says what the name would have meant, if anything."""
@@ -143,6 +140,23 @@ class Gateway:
     async def wait_ready(self) -> None:
         await self.ready.wait()
 
+    async def wait_listed(self) -> None:
+        """Wait for what `list_tools` shows: `listed`, and then every pinned tool, or the end of
+        the start of each server that could offer it (a pin is the user asking for that tool,
+        so its server is waited for up to the start timeout, and a hung server without pins
+        is not)."""
+        await self.listed.wait()
+        while not all(self._pin_settled(name) for name in self.pinned_requested):
+            await anyio.sleep(0.05)  # until a server settles; every one does by its start timeout
+
+    def _pin_settled(self, name: str) -> bool:
+        directory = self.index.directory
+        if directory.find(name) is not None:
+            return True
+        scoped = directory.scope(name)
+        servers = [self.upstreams[scoped[0]]] if scoped and scoped[0] in self.upstreams else self.upstreams.values()
+        return all(u.settled.is_set() for u in servers)
+
     async def _on_listing(self, upstream: Upstream) -> None:
         """A server's tools/list (its first, or after a list_changed): sync its namespace,
         then re-index if anything changed (before `listed`, `_start` indexes them all)."""
@@ -225,7 +239,7 @@ class Gateway:
             for sel in router.select(query, **kwargs):
                 # only what a call can reach: a tool removed or withheld since this index was built is not
                 if directory.get(sel.record.namespace, sel.record.name) is not None:
-                    out["tools"].append(_describe(sel))
+                    out["tools"].append(describe_selection(sel))
         if router is None and (self.warnings or self.index.warnings):
             out["warnings"] = self.warnings + self.index.warnings
         if down:
@@ -275,7 +289,7 @@ class Gateway:
         from checker.calls import check_calls
 
         try:
-            arguments = _arguments(arguments)
+            arguments = call_arguments(arguments)
             record = self.resolve(name)
         except GatewayError as exc:
             return error_result(str(exc))
@@ -320,8 +334,13 @@ class Gateway:
 
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
-        # A search needs the index; a call needs only the upstreams' listings.
-        await (self.ready if name == SEARCH_TOOL else self.listed).wait()
+        # A search needs the index, up to date with every listing synced so far; a call needs
+        # only the listings.
+        if name == SEARCH_TOOL:
+            await self.ready.wait()
+            await self.index.wait_current()
+        else:
+            await self.listed.wait()
         try:
             return await self._dispatch(name, arguments or {})
         except Exception as exc:  # noqa: BLE001 - a gateway bug must reach the client as a tool error
@@ -355,32 +374,6 @@ class Gateway:
                 "pinned": [qualified(r) for r in self.pinned], "encoder": self.encoder,
                 "last_encoded": self.index.encoded,
                 "warnings": self.warnings + self.index.warnings + self._pin_warnings}
-
-
-def _arguments(arguments: Any) -> dict[str, Any]:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):  # some clients send the arguments as a JSON string
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise GatewayError(f"call_tool: 'arguments' is not valid JSON ({exc.msg})") from None
-    if not isinstance(arguments, dict):
-        raise GatewayError(f"call_tool: 'arguments' must be an object, got {type(arguments).__name__}")
-    return arguments
-
-
-def _describe(sel: Any) -> dict[str, Any]:
-    rec = sel.record
-    why: dict[str, Any] = {"reason": sel.reason}
-    if sel.matched_terms:
-        why["matched_terms"] = list(sel.matched_terms)
-    if sel.bm25_score is not None:
-        why["bm25_score"] = round(float(sel.bm25_score), 4)
-    if sel.dense_score is not None:
-        why["dense_score"] = round(float(sel.dense_score), 4)
-    return {"name": qualified(rec), "server": rec.namespace, "tool": rec.name, "description": rec.description,
-            "input_schema": rec.parameters, "score": round(float(sel.score), 4), "rank": sel.rank, "why": why}
 
 
 def _verdict_message(name: str, verdict: Any, nearest: list[str], detail: str | None = None) -> str:

@@ -10,14 +10,14 @@ import socket
 from typing import Any, Protocol
 
 from .errors import GatewayError
+from .names import qualified
 
 
 class ServedGateway(Protocol):
     """What the MCP face needs of a gateway (`router.gateway.Gateway` is the one there is); a
     protocol, so this module never imports the gateway that imports it."""
 
-    listed: Any  # an anyio.Event set once the upstreams have been listed (or the wait for them is over)
-
+    async def wait_listed(self) -> None: ...  # until list_tools can answer
     def list_tools(self) -> list[Any]: ...
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any: ...
     def build_server(self) -> Any: ...
@@ -69,7 +69,7 @@ def build_server(gateway: ServedGateway) -> Any:
     from mcp.server import Server
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
-        await gateway.listed.wait()
+        await gateway.wait_listed()
         return types.ListToolsResult(tools=gateway.list_tools())
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
@@ -90,6 +90,34 @@ def json_result(payload: dict[str, Any]) -> Any:
 
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
                                 structured_content=payload, is_error=False)
+
+
+def call_arguments(arguments: Any) -> dict[str, Any]:
+    """call_tool's ``arguments``: an object (a JSON string of one is accepted too)."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):  # some clients send the arguments as a JSON string
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise GatewayError(f"call_tool: 'arguments' is not valid JSON ({exc.msg})") from None
+    if not isinstance(arguments, dict):
+        raise GatewayError(f"call_tool: 'arguments' must be an object, got {type(arguments).__name__}")
+    return arguments
+
+
+def describe_selection(sel: Any) -> dict[str, Any]:
+    """One search_tools result: a router `Selection` under its qualified name, with why."""
+    rec = sel.record
+    why: dict[str, Any] = {"reason": sel.reason}
+    if sel.matched_terms:
+        why["matched_terms"] = list(sel.matched_terms)
+    if sel.bm25_score is not None:
+        why["bm25_score"] = round(float(sel.bm25_score), 4)
+    if sel.dense_score is not None:
+        why["dense_score"] = round(float(sel.dense_score), 4)
+    return {"name": qualified(rec), "server": rec.namespace, "tool": rec.name, "description": rec.description,
+            "input_schema": rec.parameters, "score": round(float(sel.score), 4), "rank": sel.rank, "why": why}
 
 
 def _version() -> str:

@@ -44,7 +44,9 @@ class ToolIndex:
         self._withheld: dict[str, dict[str, str]] = {}
         self._lock = anyio.Lock()  # one rebuild at a time; each reads the catalog when it starts
         self._generation = 0       # bumped by every sync that changed something
-        self._built = -1           # the generation the installed router was built from
+        self._built = -1           # the generation the last rebuild (even a failed one) was for
+        self._rebuilt = anyio.Event()  # set, and replaced, after every rebuild
+        self._queued = 0               # rebuilds running or waiting for the lock
 
     # -- syncing ---------------------------------------------------------------------
     def sync(self, server: str, tools: Sequence[Any]) -> SyncReport | None:
@@ -86,17 +88,36 @@ class ToolIndex:
 
     # -- the router ------------------------------------------------------------------
     async def rebuild(self) -> None:
-        """Rebuild the router if the catalog changed since the last build (in a thread)."""
-        async with self._lock:
-            if self._generation == self._built:
-                return  # a rebuild queued behind this one already covered its change
-            generation, records = self._generation, self.records()
-            router = await anyio.to_thread.run_sync(self._build_router, records, abandon_on_cancel=True)
-            self._install(router, generation)
+        """Rebuild the router if the catalog changed since the last build (in a thread).
+        If the build fails, the previous router stays and the error propagates."""
+        self._queued += 1
+        try:
+            async with self._lock:
+                if self._generation == self._built:
+                    return  # a rebuild queued behind this one already covered its change
+                generation, records = self._generation, self.records()
+                try:
+                    router = await anyio.to_thread.run_sync(self._build_router, records, abandon_on_cancel=True)
+                    self._install(router)
+                finally:
+                    self._built = generation  # tried: searches waiting for it go on with what there is
+        finally:
+            self._queued -= 1
+            self._rebuilt.set()
+            self._rebuilt = anyio.Event()
+
+    async def wait_current(self) -> None:
+        """Wait until the router covers every sync made so far (a server that just joined or
+        changed is searchable once its rebuild ends; only its new tools are encoded)."""
+        target = self._generation
+        while self._built < target and self._queued:  # none queued: nothing to wait for (ingest)
+            await self._rebuilt.wait()
 
     def rebuild_now(self) -> None:
         """Synchronous rebuild (for callers outside an event loop)."""
-        self._install(self._build_router(self.records()), self._generation)
+        generation = self._generation
+        self._install(self._build_router(self.records()))
+        self._built = generation
 
     def _build_router(self, records: list[ApiRecord]) -> Any:
         if not records:
@@ -114,8 +135,8 @@ class ToolIndex:
             router.dense_index()  # embed now, in the background, not on the client's first search
         return router
 
-    def _install(self, router: Any, generation: int) -> None:
-        self.router, self._built = router, generation
+    def _install(self, router: Any) -> None:
+        self.router = router
         dense = router is not None and self.method != "bm25"
         self.encoded = router.embedder.docs_encoded if dense else None
         for warning in getattr(router, "warnings", None) or ():

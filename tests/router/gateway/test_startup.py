@@ -42,24 +42,26 @@ async def _until(predicate, limit: float = 180.0, what: str = "") -> None:
 
 def test_a_hung_server_is_marked_not_waited_for(tmp_path):
     """`hung` never answers (start timeout 600 s): list_tools, search and calls are served
-    from the others while it is still starting; `late` answers after a few seconds and joins
-    then. The encoder loads while upstreams are still starting, not on the first search."""
+    from the others while it is still starting. A pinned tool's server (`late`) is waited
+    for, since list_tools must show the pin; `later` answers after the gateway is serving and
+    joins then. The encoder loads while upstreams are still starting, not on the first search."""
     from mcp import Client
 
     specs = parse_config({"mcpServers": {"calculator": stdio_entry("calculator"),
-                                         "late": stdio_entry("slow", "5"),
+                                         "late": stdio_entry("slow", "3"),
+                                         "later": stdio_entry("slow", "15"),
                                          "hung": stdio_entry("slow", "3600")}})
 
     async def scenario():
-        async with Gateway(specs, pinned=["add", "late_hello"], start_timeout=600, ready_timeout=1,
+        async with Gateway(specs, pinned=["add", "late__late_hello"], start_timeout=600, ready_timeout=1,
                            cache_dir=tmp_path / "embeddings") as gw, Client(gw.build_server()) as client:
             with anyio.fail_after(120):  # the old gateway waited the whole start timeout (600 s) here
-                await client.list_tools()
+                listed = [t.name for t in (await client.list_tools()).tools]
+            assert listed == ["search_tools", "call_tool", "calculator__add", "late__late_hello"]
             assert gw.upstreams["hung"].status == "starting"
-            await _until(lambda: gw.encoder == "loaded", what="encoder")
+            await _until(lambda: gw.encoder == "loaded")
             assert gw.upstreams["hung"].status == "starting"  # loaded without waiting for the upstreams
 
-            await _until(lambda: gw.upstreams["calculator"].status == "ready")
             res = await client.call_tool("call_tool", {"name": "add", "arguments": {"a": 1, "b": 2}})
             assert not res.is_error and "3" in _text(res)
             found = json.loads(_text(await client.call_tool("search_tools", {"query": "add two numbers", "k": 2})))
@@ -68,16 +70,16 @@ def test_a_hung_server_is_marked_not_waited_for(tmp_path):
             assert found["unavailable_servers"]["hung"].startswith("starting: no answer after")
             down = await client.call_tool("call_tool", {"name": "hung__late_hello", "arguments": {"name": "x"}})
             assert down.is_error and "unavailable (starting: no answer" in _text(down)
-
-            async def late_found() -> bool:
-                res = await client.call_tool("search_tools", {"query": "greet someone who is late", "k": 3})
-                return "late__late_hello" in [t["name"] for t in json.loads(_text(res))["tools"]]
-
-            await _until(late_found, what="the late server's tool")
-            res = await client.call_tool("call_tool", {"name": "late__late_hello", "arguments": {"name": "Ada"}})
+            res = await client.call_tool("late__late_hello", {"name": "Ada"})
             assert _text(res) == "hello Ada, sorry I am late"
-            pinned = [t.name for t in (await client.list_tools()).tools]
-            assert pinned == ["search_tools", "call_tool", "calculator__add", "late__late_hello"]
+
+            async def later_found() -> bool:
+                res = await client.call_tool("search_tools", {"query": "greet someone who is late", "k": 5})
+                return "later__late_hello" in [t["name"] for t in json.loads(_text(res))["tools"]]
+
+            await _until(later_found)  # indexed when it answered, long after the gateway was serving
+            res = await client.call_tool("call_tool", {"name": "later__late_hello", "arguments": {"name": "Bo"}})
+            assert _text(res) == "hello Bo, sorry I am late"
             status = {s["server"]: s for s in gw.status()["servers"]}
             assert status["hung"]["status"] == "starting" and "waiting" in status["hung"]
 
