@@ -11,8 +11,11 @@ import re
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from router.gateway import Gateway, GatewayError, parse_config
+from router.gateway.names import qualify, server_name_problem, split
 from tests.support.cli import toolsift
 from tests.support.mcp_servers import named_entry, stdio_entry
 
@@ -25,6 +28,24 @@ async def _search(client, query: str, k: int = 10) -> dict:
     res = await client.call_tool("search_tools", {"query": query, "k": k})
     assert not res.is_error, _text(res)
     return json.loads(_text(res))
+
+
+_SERVERS = st.from_regex(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,8}[A-Za-z0-9.-])?", fullmatch=True).filter(
+    lambda name: "__" not in name)
+_TOOLS = st.text(alphabet="ab_.-", min_size=1, max_size=8)  # underscores everywhere, '__' often
+
+
+@given(_SERVERS, _TOOLS)
+def test_every_qualified_name_reads_back_to_its_one_server_and_tool(server, tool):
+    """The scheme's guarantee (docs/security.md): a valid server name and any tool name give a
+    qualified name that splits back into exactly them, so no two pairs share one."""
+    assert server_name_problem(server) is None
+    assert split(qualify(server, tool)) == (server, tool)
+
+
+@pytest.mark.parametrize("name", ["a_", "a__b", "_a", "-a", "a b", "", "x-_"])
+def test_server_names_outside_the_rule_are_refused(name):
+    assert server_name_problem(name) is not None
 
 
 def test_a_server_prefix_never_falls_through_to_another_servers_tool():
