@@ -23,16 +23,20 @@ def serve_mcp(
                                          "(default: the router's default)."),
     k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
     start_timeout: float = typer.Option(30.0, "--start-timeout", help="Seconds an upstream may take to start."),
+    ready_timeout: float = typer.Option(10.0, "--ready-timeout", help="Seconds the gateway waits for its upstreams "
+                                        "before it serves those that answered; a later one joins when it answers."),
+    inherit_env: bool = typer.Option(False, "--inherit-env", help="Start every stdio upstream with this process's "
+                                     "whole environment (default: PATH, HOME and a few more, plus its 'env'; "
+                                     "per server: \"inheritEnv\": true)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log upstream events to stderr."),
     model: Model = None,
 ) -> None:
     """Serve many MCP servers behind search_tools and call_tool (plus pinned tools)."""
+    from dataclasses import replace
+
     import anyio
 
-    from router.gateway.gateway import Gateway
-    from router.gateway.server import serve_http, serve_stdio
-    from router.gateway.errors import GatewayError
-    from router.gateway.upstreams import load_config
+    from router.gateway import Gateway, GatewayError, listen_socket, load_config, serve_http, serve_stdio
 
     if transport not in ("stdio", "http"):
         raise GatewayError(f"--transport must be stdio or http, not {transport!r}")
@@ -43,11 +47,16 @@ def serve_mcp(
 
         model_path(model)  # an unknown model fails now, not at the first search
     specs = load_config(config)
+    if inherit_env:
+        specs = [replace(s, inherit_env=True) for s in specs]
+    # The port first: a busy one is a one-line error before any upstream or model starts.
+    sock = listen_socket(host, port) if transport == "http" else None
     # Logs go to stderr: on the stdio transport stdout carries the protocol.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
-    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout, model=model)
-    if transport == "stdio":
+    gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout,
+                      ready_timeout=ready_timeout, model=model)
+    if sock is None:
         anyio.run(serve_stdio, gateway)
     else:
         typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers)", err=True)
-        anyio.run(serve_http, gateway, host, port)
+        anyio.run(serve_http, gateway, host, port, sock)

@@ -1,22 +1,27 @@
 """The MCP gateway: many upstream MCP servers behind two meta-tools.
 
 Upstream tools are loaded into the catalog (one namespace per server, synced by content
-hash) and indexed by the router. The gateway's own client sees exactly:
+hash) and indexed by the router (`tool_index`). The gateway's own client sees exactly:
 
 * ``search_tools(query, k)``: the best tools for a query, with names, descriptions,
   input schemas, scores and why each was chosen;
 * ``call_tool(name, arguments)``: ``name`` is ``server__tool`` or the bare tool name
-  when only one server has it. The call is checked against that tool's schema first;
-  an unknown tool or bad arguments come back as a tool error naming the defect and the
-  nearest valid tools, and are never forwarded;
+  when only one server has it (the scheme is `router.gateway.names`; a name that starts
+  with a server's name never reaches another server). The call is checked against that
+  tool's schema first; an unknown tool or bad arguments come back as a tool error naming
+  the defect and the nearest valid tools, and are never forwarded;
 * the pinned tools, exposed directly as ``server__tool``.
 
-An upstream that fails to start or dies mid-call yields a tool error; the others keep
-being served. `mcp` and the embedding model are imported only when a gateway runs.
+Start-up: the encoder loads and every upstream connects at once. The gateway answers
+``call_tool`` once each server has answered or failed, or after ``ready_timeout`` seconds,
+whichever comes first: a server that has not answered by then is reported as starting and
+joins when it does (until ``start_timeout``). ``list_tools`` also waits for the pinned
+tools' servers, ``search_tools`` for an index that covers every listing synced so far. An
+upstream that fails to start or dies mid-call yields a tool error; the others keep being
+served. `mcp` and the embedding model are imported only when a gateway runs.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -25,21 +30,25 @@ from typing import Any
 
 import anyio
 
-from apidb.catalog import Catalog, SyncReport
-from apidb.loaders.mcp import records_from_mcp_tools
+from apidb.catalog import SyncReport
 from apidb.record import ApiRecord
 from checker.messages import refusal
 
-from .server import CALL_TOOL, SEARCH_TOOL, build_server, error_result, gateway_tools, json_result
 from .errors import GatewayError
+from .names import qualified, server_name_problem
+from .server import (CALL_TOOL, SEARCH_TOOL, build_server, call_arguments, describe_selection, error_result,
+                     gateway_tools, json_result)
+from .tool_index import ToolIndex
 from .upstreams import Upstream, UpstreamSpec, UpstreamUnavailable
 
 log = logging.getLogger("toolsift.mcp")
 
-SEP = "__"  # server__tool, the qualified name a client may always use
+class ToolNotFound(LookupError):
+    """No tool has this name; ``detail`` says what the name would have meant, if anything."""
 
-def qualified(record: ApiRecord) -> str:
-    return f"{record.namespace}{SEP}{record.name}"
+    def __init__(self, name: str, detail: str | None = None) -> None:
+        super().__init__(name)
+        self.name, self.detail = name, detail
 
 
 class Gateway:
@@ -53,28 +62,38 @@ class Gateway:
     def __init__(self, specs: Iterable[UpstreamSpec] = (), *, db_path: str | Path | None = None,
                  pinned: Sequence[str] = (), method: str | None = None, k: int = 5, model: str | None = None,
                  cache_dir: str | Path | None = None, start_timeout: float = 30.0,
-                 call_timeout: float = 120.0) -> None:
-        self.upstreams = {s.name: Upstream(s, self._on_change, start_timeout=start_timeout,
+                 call_timeout: float = 120.0, ready_timeout: float = 10.0) -> None:
+        self.upstreams = {s.name: Upstream(s, self._on_listing, start_timeout=start_timeout,
                                            call_timeout=call_timeout) for s in specs}
-        # Without --db the catalog lives in memory: a gateway must never rewrite the
-        # namespaces of a user's main catalog by accident.
-        self.catalog = Catalog(str(db_path) if db_path else ":memory:")
+        self.index = ToolIndex(self.upstreams, db_path=db_path, method=method, model=model, cache_dir=cache_dir)
         self.pinned_requested = list(pinned)
-        self.method, self.default_k, self.model, self.cache_dir = method, k, model, cache_dir
-        self.namespaces: set[str] = set(self.upstreams)
+        self.method, self.default_k, self.model = method, k, model
+        self.ready_timeout = ready_timeout
         self.warnings: list[str] = []
-        self.ready = anyio.Event()
-        self._index_lock = anyio.Lock()  # a list_changed during start-up must not install an older index
-        self.router: Any = None
-        self._by_qualified: dict[str, ApiRecord] = {}
-        self._by_name: dict[str, list[ApiRecord]] = {}
+        self.listed = anyio.Event()  # every upstream answered or failed, or ready_timeout passed
+        self.ready = anyio.Event()   # and the first index is built: search_tools can answer
+        self.encoder: str = "not needed" if method == "bm25" else "not loaded"
         self.pinned: list[ApiRecord] = []
+        self._pin_warnings: list[str] = []
         self._tg: Any = None
+
+    @property
+    def catalog(self) -> Any:
+        return self.index.catalog
+
+    @property
+    def router(self) -> Any:
+        return self.index.router
+
+    @property
+    def namespaces(self) -> set[str]:
+        return self.index.namespaces
 
     # -- lifecycle -------------------------------------------------------------------
     async def __aenter__(self) -> "Gateway":
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._tg.start_soon(self._load_encoder)  # at once: it takes longer than most servers
         for upstream in self.upstreams.values():
             self._tg.start_soon(upstream.run)
         self._tg.start_soon(self._start)
@@ -85,35 +104,71 @@ class Gateway:
             upstream.stop()
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(*exc)
-        self.catalog.close()
+        self.index.close()
+
+    async def _load_encoder(self) -> None:
+        if self.method == "bm25":
+            return
+        self.encoder = "loading"
+        started = anyio.current_time()
+        failure = await self.index.load_encoder()
+        if failure:
+            self.encoder = f"failed: {failure}"
+            self._warn(f"the embedding model could not be loaded: {failure}")
+        else:
+            self.encoder = "loaded"
+            log.info("encoder %s loaded in %.1f s", self.model or "(default)", anyio.current_time() - started)
 
     async def _start(self) -> None:
         try:
-            for upstream in self.upstreams.values():
-                await upstream.settled.wait()
-            async with self._index_lock:
+            with anyio.move_on_after(self.ready_timeout):  # a hung server must not hold up the others
                 for upstream in self.upstreams.values():
-                    if upstream.status == "ready":
-                        self._sync(upstream.name, upstream.tools)
-                await self._reindex()
+                    await upstream.settled.wait()
+            for upstream in self.upstreams.values():
+                if upstream.status == "starting":
+                    log.warning("upstream %s has not answered after %g s; serving the others without it "
+                                "until it does", upstream.name, self.ready_timeout)
+            self.listed.set()
+            self._refresh_pins()
+            await self.index.rebuild()
         except Exception as exc:  # noqa: BLE001 - serve what we can; search_tools reports the problem
             self._warn(f"indexing the upstream tools failed: {type(exc).__name__}: {exc}")
         finally:
+            self.listed.set()
             self.ready.set()
 
     async def wait_ready(self) -> None:
         await self.ready.wait()
 
-    async def _on_change(self, upstream: Upstream) -> None:
-        """notifications/tools/list_changed: re-sync that server's namespace and re-index."""
+    async def wait_listed(self) -> None:
+        """Wait for what `list_tools` shows: `listed`, and then every pinned tool, or the end of
+        the start of each server that could offer it (a pin is the user asking for that tool,
+        so its server is waited for up to the start timeout, and a hung server without pins
+        is not)."""
+        await self.listed.wait()
+        while not all(self._pin_settled(name) for name in self.pinned_requested):
+            await anyio.sleep(0.05)  # until a server settles; every one does by its start timeout
+
+    def _pin_settled(self, name: str) -> bool:
+        directory = self.index.directory
+        if directory.find(name) is not None:
+            return True
+        scoped = directory.scope(name)
+        servers = [self.upstreams[scoped[0]]] if scoped and scoped[0] in self.upstreams else self.upstreams.values()
+        return all(u.settled.is_set() for u in servers)
+
+    async def _on_listing(self, upstream: Upstream) -> None:
+        """A server's tools/list (its first, or after a list_changed): sync its namespace,
+        then re-index if anything changed (before `listed`, `_start` indexes them all)."""
         try:
-            async with self._index_lock:
-                report = self._sync(upstream.name, upstream.tools)
-                log.info("upstream %s changed its tools: %s", upstream.name, report.to_dict())
-                if report.changed:
-                    await self._reindex()
+            report = self.index.sync(upstream.name, upstream.tools)
+            self._refresh_pins()
+            if report is not None and report.changed:
+                log.info("upstream %s tools synced: %s", upstream.name, report.to_dict())
+            if self.listed.is_set():
+                await self.index.rebuild()
         except Exception as exc:  # noqa: BLE001 - keep serving the previous index
-            self._warn(f"re-indexing {upstream.name!r} after a tools/list_changed failed: {exc}")
+            self._warn(f"re-indexing {upstream.name!r} after its tools/list failed: {type(exc).__name__}: {exc}")
 
     # -- catalog and index -----------------------------------------------------------
     def ingest(self, server: str, tools: Sequence[dict[str, Any]]) -> SyncReport:
@@ -121,57 +176,34 @@ class Gateway:
 
         Used for static catalogs; call `reindex()` afterwards.
         """
-        self.namespaces.add(server)
-        return self._sync(server, tools)
-
-    def _sync(self, server: str, tools: Sequence[dict[str, Any]]) -> SyncReport:
-        records, skipped = records_from_mcp_tools(server, tools)
-        for line in skipped:
-            self._warn(f"skipped invalid tool: {line}")
-        return self.catalog.sync(records, namespaces=[server])
-
-    async def _reindex(self) -> None:
-        records = self.catalog.records(sorted(self.namespaces)) if self.namespaces else []
-        router = await anyio.to_thread.run_sync(self._build_router, records)
-        self._install(records, router)
+        problem = server_name_problem(server)
+        if problem:
+            raise GatewayError(f"server {server!r}: {problem}")
+        report = self.index.sync(server, tools)
+        if report is None:
+            raise GatewayError(f"server {server!r}: " + "; ".join(self.index.problems[server]))
+        self._refresh_pins()
+        return report
 
     def reindex(self) -> None:
         """Synchronous re-index (for callers outside an event loop)."""
-        records = self.catalog.records(sorted(self.namespaces)) if self.namespaces else []
-        self._install(records, self._build_router(records))
+        self.index.rebuild_now()
+        self._refresh_pins()
 
-    def _build_router(self, records: list[ApiRecord]) -> Any:
-        if not records:
-            return None
-        from router.engine import Router
-
-        if self.router is not None:  # same model and embedding cache: only new tools get encoded
-            router = self.router.with_records(records)
-        else:
-            kwargs: dict[str, Any] = {"model": self.model}
-            if self.cache_dir is not None:
-                kwargs["cache_dir"] = self.cache_dir
-            router = Router.from_records(records, **kwargs)
-        if self.method != "bm25":
-            router.dense_index()  # embed now, in the background, not on the client's first search
-        return router
-
-    def _install(self, records: list[ApiRecord], router: Any) -> None:
-        self.router = router
-        self._by_qualified = {qualified(r): r for r in records}
-        by_name: dict[str, list[ApiRecord]] = {}
-        for rec in records:
-            by_name.setdefault(rec.name, []).append(rec)
-        self._by_name = by_name
-        self.pinned = []
+    def _refresh_pins(self) -> None:
+        pinned, missing = [], []
         for name in self.pinned_requested:
-            rec = self._by_qualified.get(name) or _only(by_name.get(name))
+            rec = self.index.directory.find(name)
             if rec is None:
-                self._warn(f"pinned tool {name!r} is not offered by any available server")
-            elif rec not in self.pinned:
-                self.pinned.append(rec)
-        for warning in getattr(router, "warnings", None) or ():
-            self._warn(str(warning))
+                missing.append(f"pinned tool {name!r} is not offered by any available server")
+            elif rec not in pinned:
+                pinned.append(rec)
+        self.pinned = pinned
+        if self.listed.is_set():  # before that, a pin's server may simply not have answered yet
+            for message in missing:
+                if message not in self._pin_warnings:
+                    log.warning("%s", message)
+            self._pin_warnings = missing
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -180,6 +212,10 @@ class Gateway:
 
     def _down(self) -> list[str]:
         return sorted(n for n, u in self.upstreams.items() if u.status != "ready")
+
+    def _why_down(self, server: str) -> str:
+        upstream = self.upstreams[server]
+        return upstream.error or (upstream.waiting() if upstream.status == "starting" else upstream.status)
 
     # -- search_tools ----------------------------------------------------------------
     def search(self, query: str, k: int | None = None) -> dict[str, Any]:
@@ -191,54 +227,75 @@ class Gateway:
             raise GatewayError("search_tools: 'k' must be an integer from 1 to 50")
         out: dict[str, Any] = {"query": query, "k": k, "tools": []}
         down = self._down()
-        if self.router is not None:
+        router = self.router
+        if router is not None:
             kwargs: dict[str, Any] = {"k": k}
             if self.method:
                 kwargs["method"] = self.method
-            indexed_down = [n for n in down if n in self.router.namespaces()]
-            if indexed_down:  # tools a previous run stored for a server that is down now
+            indexed_down = [n for n in down if n in router.namespaces()]
+            if indexed_down:  # tools a previous run stored, or a server that is down now
                 kwargs["exclude_namespaces"] = indexed_down
-            for sel in self.router.select(query, **kwargs):
-                out["tools"].append(_describe(sel))
-        if self.router is None and self.warnings:
-            out["warnings"] = list(self.warnings)
+            directory = self.index.directory
+            for sel in router.select(query, **kwargs):
+                # only what a call can reach: a tool removed or withheld since this index was built is not
+                if directory.get(sel.record.namespace, sel.record.name) is not None:
+                    out["tools"].append(describe_selection(sel))
+        if router is None and (self.warnings or self.index.warnings):
+            out["warnings"] = self.warnings + self.index.warnings
         if down:
-            out["unavailable_servers"] = {n: self.upstreams[n].error or self.upstreams[n].status for n in down}
+            out["unavailable_servers"] = {n: self._why_down(n) for n in down}
+        problems = self.index.server_problems()
+        if problems:
+            out["server_problems"] = problems
         return out
 
     # -- call_tool -------------------------------------------------------------------
     def resolve(self, name: str) -> ApiRecord:
-        """The record a (qualified or bare) name refers to; GatewayError explains why not."""
+        """The record a (qualified or bare) name refers to, under `router.gateway.names`.
+
+        Raises GatewayError (unavailable server, ambiguous name, tool withheld) or
+        ToolNotFound. A name scoped to a server is looked up on that server only.
+        """
         if not isinstance(name, str) or not name:
             raise GatewayError("call_tool: 'name' must be a non-empty string")
-        rec = self._by_qualified.get(name)
-        if rec is not None:
-            return rec
-        server, sep, tool = name.partition(SEP)
-        if sep and server in self.upstreams and self.upstreams[server].status != "ready":
-            up = self.upstreams[server]
-            raise GatewayError(f"server {server!r} is unavailable ({up.error or up.status}); "
-                               f"tool {tool!r} cannot be called now")
-        matches = self._by_name.get(name) or []
+        directory = self.index.directory
+        scoped = directory.scope(name)
+        if scoped is not None:
+            server, tool = scoped
+            upstream = self.upstreams.get(server)
+            if upstream is not None and upstream.status != "ready":
+                raise GatewayError(f"server {server!r} is unavailable ({self._why_down(server)}); "
+                                   f"tool {tool!r} cannot be called now")
+            rec = directory.get(server, tool)
+            if rec is not None:
+                return rec
+            withheld = directory.withheld(server, tool)
+            if withheld:
+                raise GatewayError(withheld)
+            raise ToolNotFound(name, f"server {server!r} has no tool {tool!r}")
+        matches = directory.named(name)
         if len(matches) == 1:
             return matches[0]
-        if len(matches) > 1:
+        if matches:
             raise GatewayError(f"tool name {name!r} is ambiguous: several servers have it; use one of "
                                + ", ".join(qualified(r) for r in matches))
-        raise LookupError(name)
+        withheld_on = directory.withheld_anywhere(name)
+        if withheld_on:
+            raise GatewayError("; ".join(withheld_on))
+        raise ToolNotFound(name)
 
     async def call_tool(self, name: str, arguments: Any = None) -> Any:
         """Check, then forward one call; always returns an MCP `CallToolResult`."""
         from checker.calls import check_calls
 
         try:
-            arguments = _arguments(arguments)
+            arguments = call_arguments(arguments)
             record = self.resolve(name)
         except GatewayError as exc:
             return error_result(str(exc))
-        except LookupError:
+        except ToolNotFound as missing:
             verdict = check_calls([{"name": name, "arguments": arguments}], functions=self._functions())
-            return error_result(_verdict_message(name, verdict, self._nearest(name, verdict)))
+            return error_result(_verdict_message(name, verdict, self._nearest(name, verdict), missing.detail))
         verdict = check_calls([{"name": record.name, "arguments": arguments}], functions=[record])
         if not verdict.ok:
             return error_result(_verdict_message(qualified(record), verdict, []))
@@ -251,12 +308,9 @@ class Gateway:
             return error_result(f"{exc}; the other servers are still available")
 
     def _functions(self) -> list[dict[str, Any]]:
-        """Every callable tool, under the name a client would use for it."""
-        out = []
-        for qname, rec in self._by_qualified.items():
-            name = rec.name if len(self._by_name.get(rec.name, ())) == 1 else qname
-            out.append(rec.to_openai_tool(name=name)["function"])
-        return out
+        """Every callable tool, under the shortest name that reaches it."""
+        directory = self.index.directory
+        return [rec.to_openai_tool(name=directory.callable_name(rec))["function"] for rec in directory.records]
 
     def _nearest(self, name: str, verdict: Any) -> list[str]:
         suggestions = list(getattr(verdict, "suggestions", []) or [])
@@ -280,7 +334,13 @@ class Gateway:
 
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
-        await self.ready.wait()
+        # A search needs the index, up to date with every listing synced so far; a call needs
+        # only the listings.
+        if name == SEARCH_TOOL:
+            await self.ready.wait()
+            await self.index.wait_current()
+        else:
+            await self.listed.wait()
         try:
             return await self._dispatch(name, arguments or {})
         except Exception as exc:  # noqa: BLE001 - a gateway bug must reach the client as a tool error
@@ -302,42 +362,22 @@ class Gateway:
                             + "".join(f", {qualified(r)}" for r in self.pinned))
 
     def status(self) -> dict[str, Any]:
-        return {"servers": [u.info() for u in self.upstreams.values()], "tools": len(self._by_qualified),
-                "pinned": [qualified(r) for r in self.pinned], "warnings": list(self.warnings)}
+        servers = []
+        for upstream in self.upstreams.values():
+            info = upstream.info()
+            if self.index.problems.get(upstream.name):
+                info["problems"] = list(self.index.problems[upstream.name])
+            if upstream.name in self.index.last_sync:
+                info["last_sync"] = dict(self.index.last_sync[upstream.name])
+            servers.append(info)
+        return {"servers": servers, "tools": len(self.index.directory.records),
+                "pinned": [qualified(r) for r in self.pinned], "encoder": self.encoder,
+                "last_encoded": self.index.encoded,
+                "warnings": self.warnings + self.index.warnings + self._pin_warnings}
 
 
-def _only(records: list[ApiRecord] | None) -> ApiRecord | None:
-    return records[0] if records and len(records) == 1 else None
-
-
-def _arguments(arguments: Any) -> dict[str, Any]:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):  # some clients send the arguments as a JSON string
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise GatewayError(f"call_tool: 'arguments' is not valid JSON ({exc.msg})") from None
-    if not isinstance(arguments, dict):
-        raise GatewayError(f"call_tool: 'arguments' must be an object, got {type(arguments).__name__}")
-    return arguments
-
-
-def _describe(sel: Any) -> dict[str, Any]:
-    rec = sel.record
-    why: dict[str, Any] = {"reason": sel.reason}
-    if sel.matched_terms:
-        why["matched_terms"] = list(sel.matched_terms)
-    if sel.bm25_score is not None:
-        why["bm25_score"] = round(float(sel.bm25_score), 4)
-    if sel.dense_score is not None:
-        why["dense_score"] = round(float(sel.dense_score), 4)
-    return {"name": qualified(rec), "server": rec.namespace, "tool": rec.name, "description": rec.description,
-            "input_schema": rec.parameters, "score": round(float(sel.score), 4), "rank": sel.rank, "why": why}
-
-
-def _verdict_message(name: str, verdict: Any, nearest: list[str]) -> str:
-    return refusal(f"call to {name!r} not forwarded", verdict, nearest,
-                   "Use search_tools to find tools and their input schemas.")
+def _verdict_message(name: str, verdict: Any, nearest: list[str], detail: str | None = None) -> str:
+    subject = f"call to {name!r} not forwarded" + (f": {detail}" if detail else "")
+    return refusal(subject, verdict, nearest, "Use search_tools to find tools and their input schemas.")
 
 

@@ -6,15 +6,18 @@ everything here imports `mcp` lazily.
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any, Protocol
+
+from .errors import GatewayError
+from .names import qualified
 
 
 class ServedGateway(Protocol):
     """What the MCP face needs of a gateway (`router.gateway.Gateway` is the one there is); a
     protocol, so this module never imports the gateway that imports it."""
 
-    ready: Any  # an anyio.Event set once the upstreams have been listed
-
+    async def wait_listed(self) -> None: ...  # until list_tools can answer
     def list_tools(self) -> list[Any]: ...
     async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any: ...
     def build_server(self) -> Any: ...
@@ -66,7 +69,7 @@ def build_server(gateway: ServedGateway) -> Any:
     from mcp.server import Server
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
-        await gateway.ready.wait()
+        await gateway.wait_listed()
         return types.ListToolsResult(tools=gateway.list_tools())
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
@@ -89,6 +92,34 @@ def json_result(payload: dict[str, Any]) -> Any:
                                 structured_content=payload, is_error=False)
 
 
+def call_arguments(arguments: Any) -> dict[str, Any]:
+    """call_tool's ``arguments``: an object (a JSON string of one is accepted too)."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):  # some clients send the arguments as a JSON string
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise GatewayError(f"call_tool: 'arguments' is not valid JSON ({exc.msg})") from None
+    if not isinstance(arguments, dict):
+        raise GatewayError(f"call_tool: 'arguments' must be an object, got {type(arguments).__name__}")
+    return arguments
+
+
+def describe_selection(sel: Any) -> dict[str, Any]:
+    """One search_tools result: a router `Selection` under its qualified name, with why."""
+    rec = sel.record
+    why: dict[str, Any] = {"reason": sel.reason}
+    if sel.matched_terms:
+        why["matched_terms"] = list(sel.matched_terms)
+    if sel.bm25_score is not None:
+        why["bm25_score"] = round(float(sel.bm25_score), 4)
+    if sel.dense_score is not None:
+        why["dense_score"] = round(float(sel.dense_score), 4)
+    return {"name": qualified(rec), "server": rec.namespace, "tool": rec.name, "description": rec.description,
+            "input_schema": rec.parameters, "score": round(float(sel.score), 4), "rank": sel.rank, "why": why}
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -107,10 +138,38 @@ async def serve_stdio(gateway: ServedGateway) -> None:
             await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int = 8765) -> None:
+def listen_socket(host: str = "127.0.0.1", port: int = 8765) -> socket.socket:
+    """The HTTP gateway's bound socket. Bound before anything else starts, so that a busy
+    port is one GatewayError, not a stack of task-group tracebacks after the upstreams and
+    the model have been started for nothing."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise GatewayError(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        # SO_REUSEADDR lets a restarted gateway take over a port in TIME_WAIT; a port that
+        # another process is listening on is still refused.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise GatewayError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int = 8765,
+                     sock: socket.socket | None = None) -> None:
+    """Serve ``gateway`` over streamable HTTP at ``http://host:port/mcp`` (or on ``sock``,
+    already bound by `listen_socket`)."""
     import uvicorn
 
-    async with gateway:
-        app = gateway.build_server().streamable_http_app(host=host)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-        await uvicorn.Server(config).serve()
+    sock = sock or listen_socket(host, port)  # before the gateway starts anything
+    try:
+        async with gateway:
+            app = gateway.build_server().streamable_http_app(host=host)
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,116 +1,29 @@
-"""The MCP gateway's upstream side: the `mcpServers` config and one live connection per server.
+"""The MCP gateway's upstream side: one live connection per server of the `mcpServers` config.
 
 Each upstream runs in its own task for the gateway's whole life, because an MCP client
 connection (and the subprocess behind a stdio server) must be opened and closed in the
 same task. A server that fails to start, or dies later, is marked unavailable with the
-reason; it never takes the gateway or the other upstreams down with it.
+reason (for a stdio server, with its own last stderr line); it never takes the gateway or
+the other upstreams down with it. A stdio server's stderr reaches ours labelled with its
+name (`upstream_stderr`). The config itself is `router.gateway.config`.
 
 `mcp` is imported only inside the functions that connect.
 """
 from __future__ import annotations
 
-import json
 import logging
-import re
+import os
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-from .errors import GatewayError
+from .config import UpstreamSpec, load_config, parse_config  # noqa: F401 - also importable from here
+from .errors import GatewayError  # noqa: F401 - also importable from here
+from .upstream_stderr import StderrTap
 
 log = logging.getLogger("toolsift.mcp")
-
-# Server names become catalog namespaces and the `server__tool` prefix, so they must
-# not contain the id separator "/" nor the qualifier "__".
-_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-@dataclass(frozen=True)
-class UpstreamSpec:
-    """One entry of the `mcpServers` config: a stdio command or a streamable-HTTP URL."""
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def transport(self) -> str:
-        return "http" if self.url else "stdio"
-
-    def describe(self) -> str:
-        return self.url or " ".join([self.command or "", *self.args]).strip()
-
-
-def load_config(path: str | Path) -> list[UpstreamSpec]:
-    """Read a config file in the common `{"mcpServers": {NAME: {...}}}` shape."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GatewayError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GatewayError(f"{path}: cannot read config ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise GatewayError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    return parse_config(data, source=str(path))
-
-
-def parse_config(data: Any, source: str = "config") -> list[UpstreamSpec]:
-    """Validate a parsed config; every problem names the server and the field."""
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise GatewayError(f"{source}: expected an object with a 'mcpServers' mapping of server name -> settings")
-    specs = []
-    for name, entry in servers.items():
-        where = f"{source}: server {name!r}"
-        if not _SERVER_NAME.match(name) or "__" in name:
-            raise GatewayError(f"{where}: names may use letters, digits, '.', '-', '_' (no '__'; it separates "
-                               "server and tool in 'server__tool')")
-        if not isinstance(entry, dict):
-            raise GatewayError(f"{where}: expected an object with 'command' or 'url'")
-        if entry.get("disabled") is True:
-            continue
-        specs.append(_spec(name, entry, where))
-    if not specs:
-        raise GatewayError(f"{source}: 'mcpServers' lists no (enabled) server")
-    return specs
-
-
-def _spec(name: str, entry: dict[str, Any], where: str) -> UpstreamSpec:
-    command, url = entry.get("command"), entry.get("url")
-    if bool(command) == bool(url):
-        raise GatewayError(f"{where}: give exactly one of 'command' (stdio) or 'url' (streamable HTTP)")
-    if url is not None:
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise GatewayError(f"{where}: field 'url' must be an http(s) URL")
-        return UpstreamSpec(name=name, url=url, headers=_str_map(entry.get("headers"), where, "headers"))
-    if not isinstance(command, str):
-        raise GatewayError(f"{where}: field 'command' must be a string")
-    args = entry.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise GatewayError(f"{where}: field 'args' must be a list of strings")
-    cwd = entry.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise GatewayError(f"{where}: field 'cwd' must be a string")
-    return UpstreamSpec(name=name, command=command, args=tuple(args),
-                        env=_str_map(entry.get("env"), where, "env"), cwd=cwd)
-
-
-def _str_map(value: Any, where: str, field_name: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise GatewayError(f"{where}: field {field_name!r} must map names to strings")
-    return dict(value)
-
 
 ChangeHook = Callable[["Upstream"], Awaitable[None]]
 
@@ -119,7 +32,8 @@ class Upstream:
     """One upstream MCP server: connect, list tools, forward calls, follow list changes.
 
     ``status`` is "starting", "ready", "failed" (never came up) or "dead" (went away);
-    ``error`` says why when it is not ready.
+    ``error`` says why when it is not ready. ``on_change(upstream)`` runs after every
+    successful ``tools/list``: the first one, and each one a ``list_changed`` triggers.
     """
 
     def __init__(self, spec: UpstreamSpec, on_change: ChangeHook | None = None, *,
@@ -136,10 +50,15 @@ class Upstream:
         self._client: Any = None
         self._changed = anyio.Event()
         self._stop = anyio.Event()
+        self._started_at: float | None = None
+        self._stderr: StderrTap | None = None
 
     # -- lifecycle -------------------------------------------------------------------
     async def run(self) -> None:
         """Serve this upstream until `stop()`; never raises (failures become `status`)."""
+        self._started_at = anyio.current_time()
+        if self.spec.command:
+            self._stderr = StderrTap(self.name)
         try:
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tg:
@@ -147,15 +66,31 @@ class Upstream:
                     await self._connected_life()
                     tg.cancel_scope.cancel()
         except Exception as exc:  # noqa: BLE001 - any upstream failure is reported, not propagated
-            self._fail(_reason(exc))
+            self._fail(await self._explain(_reason(exc)))
         else:
             if self.status == "starting":
-                self._fail(f"did not start within {self._start_timeout:g} s")
+                self._fail(await self._explain(f"did not start within {self._start_timeout:g} s"))
         finally:
             self._client = None
             if self.status == "ready":
                 self.status, self.error = "dead", self.error or "connection closed"
+            if self._stderr is not None:
+                self._stderr.close()
             self.settled.set()
+
+    async def _explain(self, reason: str) -> str:
+        """A stdio server usually says why it quit on stderr ("Connection closed" alone does not)."""
+        if self._stderr is None:
+            return reason
+        if self.status == "starting":
+            reason = f"exited during start-up ({reason})" if "closed" in reason.lower() else reason
+        return await self._stderr.explain(reason)
+
+    def waiting(self) -> str:
+        """What a server that has not answered yet is doing, for clients and status."""
+        since = anyio.current_time() - self._started_at if self._started_at is not None else 0.0
+        return (f"starting: no answer after {since:.0f} s (the gateway serves the others meanwhile and "
+                f"gives up on it at {self._start_timeout:g} s)")
 
     async def _watchdog(self, scope: anyio.CancelScope) -> None:
         await anyio.sleep(self._start_timeout)
@@ -165,6 +100,8 @@ class Upstream:
     async def _connected_life(self) -> None:
         async with AsyncExitStack() as stack:
             client = await stack.enter_async_context(self._make_client(stack))
+            if self._stderr is not None:
+                self._stderr.release_writer()  # the server holds its own end now
             await self._relist(client)
             self._client = client
             self.status = "ready"
@@ -193,9 +130,16 @@ class Upstream:
                 transport = streamable_http_client(self.spec.url, http_client=http)
                 return Client(transport, message_handler=on_message)
             return Client(self.spec.url, message_handler=on_message)
-        params = StdioServerParameters(command=self.spec.command, args=list(self.spec.args),
-                                       env=self.spec.env or None, cwd=self.spec.cwd)
-        return Client(params, message_handler=on_message)
+        from mcp.client.stdio import stdio_client
+
+        # The SDK passes only a few safe variables of our environment, plus `env`
+        # (router.gateway.config says why and how to pass more).
+        env = {**os.environ, **self.spec.env} if self.spec.inherit_env else dict(self.spec.env)
+        params = StdioServerParameters(command=self.spec.command or "", args=list(self.spec.args),
+                                       env=env or None, cwd=self.spec.cwd)
+        writer = self._stderr.writer if self._stderr is not None else None
+        transport = stdio_client(params, errlog=writer) if writer is not None else stdio_client(params)
+        return Client(transport, message_handler=on_message)
 
     async def _listen(self, client: Any) -> None:
         """2026-era servers deliver change events on a `subscriptions/listen` stream."""
@@ -214,6 +158,8 @@ class Upstream:
             log.info("upstream %s: change stream ended (%s)", self.name, _reason(exc))
 
     async def _follow_changes(self, client: Any) -> None:
+        if self._on_change is not None:  # the first listing
+            await self._on_change(self)
         while True:
             await self._changed.wait()
             self._changed = anyio.Event()
@@ -268,6 +214,7 @@ class Upstream:
             self.status, self.error = "dead", f"died during a call to {tool!r} ({reason})"
             self._client = None
             self.stop()
+            self.error = await self._explain(self.error)
             raise UpstreamUnavailable(self.name, self.error) from None
 
     def info(self) -> dict[str, Any]:
@@ -275,6 +222,8 @@ class Upstream:
                "status": self.status, "tools": len(self.tools)}
         if self.error:
             out["error"] = self.error
+        elif self.status == "starting":
+            out["waiting"] = self.waiting()
         return out
 
 
