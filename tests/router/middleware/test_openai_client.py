@@ -125,7 +125,7 @@ def test_catalog_injection_with_gorilla(gorilla_db):
     from router import Router
 
     with ScriptedUpstream([completion("ok")]) as up:
-        client = wrap(oai(up), router=Router.open(gorilla_db), k=3, method="bm25")
+        client = wrap(oai(up), router=Router.open(gorilla_db), k=3, method="bm25", inject=True)
         resp = client.chat.completions.create(model="m", messages=user("classify sports activities in videos"))
         sent = up.chat_requests[0]["tools"]
         assert resp.toolsift.injected and len(sent) == 3
