@@ -86,6 +86,9 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
     return out
 
 
+UNROUTABLE = "_toolsift_unroutable"  # set by an Api's view() when it cannot see enough to rank: why
+
+
 class Api:
     """One wire format the exchange speaks. This base is Chat Completions; see responses.py and
     messages.py for the others. Every method is pure (no I/O)."""
@@ -148,7 +151,10 @@ class Exchange:
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
-        self.routed = self.rr.route(self.api.view(self.request, self.memory), keep=self.keep)
+        view = self.api.view(self.request, self.memory)
+        unroutable = view.pop(UNROUTABLE, None) if isinstance(view, dict) else None
+        self.routed = (self.rr.pass_through(view, unroutable) if unroutable
+                       else self.rr.route(view, keep=self.keep))
         self._body = self.api.apply(self.request, self.routed)
         return self._body
 

@@ -349,13 +349,17 @@ class Proxy:
     async def _relay(self, r, ex: Exchange, rec: dict, t0: float):
         import httpx
 
-        watch, said = ex.api.stream(), False
+        watch, said, remembered = ex.api.stream(), False, False
         try:
             async for line in r.aiter_lines():
                 if not said and watch.is_end(line):
                     said = True
                     yield self._verdict_comment(ex, watch)
                 watch.feed_line(line)
+                if ex.api is RESPONSES and not remembered and getattr(watch, "final", None) is not None:
+                    # before the client sees the end: its next request may name this response at once
+                    remembered = True
+                    self.memory.remember(ex.routed.body, watch.response())
                 yield (line + "\n").encode()
             if not said:
                 yield self._verdict_comment(ex, watch)
@@ -369,8 +373,6 @@ class Proxy:
             # sync work first: a client that hangs up after the end cancels this generator at its next await
             if not said:
                 self._check_stream(ex, watch)
-            if ex.api is RESPONSES and ex.response:
-                self.memory.remember(ex.routed.body, ex.response)
             self.finish(rec, t0, 200, ex)
             await r.aclose()
 

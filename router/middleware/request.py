@@ -192,6 +192,14 @@ class RequestRouter:
         return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
                              budget_exceeded=over, status=status, k=self.k)
 
+    def pass_through(self, body: dict, reason: str) -> RoutedRequest:
+        """Every tool as sent, saying why the request was not routed (``x-toolsift-route: unrouted``)."""
+        tools = body.get("tools") or []
+        names = validate_body(body)
+        selected = [{"name": n, "reason": "all"} for n in names]
+        return RoutedRequest(body, list(tools), tools, selected, len(tools), len(tools), status="unrouted", k=self.k,
+                             extra={"reason": json.dumps(reason)})
+
     def cache_stats(self) -> dict[str, dict]:
         """Hit / miss / size counters of the per-tool-list caches (the proxy's /metrics)."""
         return {"routers": self.routers.stats(), "vectors": self.vectors.stats()}

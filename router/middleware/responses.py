@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checks import Api, CallCheck, repair_turn
+from .checks import UNROUTABLE, Api, CallCheck, repair_turn
 from .request import RoutedRequest, as_dict
 from .tool_cache import LRU
 
@@ -84,6 +84,15 @@ def _chat_choice(choice: Any) -> Any:
     return choice
 
 
+def _has_user_text(messages: list[dict]) -> bool:
+    for m in messages:
+        c = m.get("content")
+        if m.get("role") == "user" and ((isinstance(c, str) and c.strip()) or (isinstance(c, list) and any(
+                isinstance(p, dict) and str(p.get("text") or "").strip() for p in c))):
+            return True
+    return False
+
+
 def _is_function(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "function"
 
@@ -118,10 +127,13 @@ class ResponsesApi(Api):
         messages: list[dict] = []
         if isinstance(body.get("instructions"), str) and body["instructions"].strip():
             messages.append({"role": "system", "content": body["instructions"]})
-        if memory is not None and body.get("previous_response_id"):
-            messages += memory.get(body["previous_response_id"])
-        messages += items_to_messages(body.get("input"))
+        earlier = memory.get(body.get("previous_response_id")) if memory is not None else []
+        messages += earlier + items_to_messages(body.get("input"))
         view: dict = {"messages": messages or [{"role": "user", "content": ""}]}
+        if body.get("previous_response_id") and not earlier and not _has_user_text(messages):
+            # a conversation this proxy never saw (another instance, a restart): nothing to rank on,
+            # so every tool goes through, and the header says why
+            view[UNROUTABLE] = "previous_response_id not answered by this proxy: no text to rank on"
         tools = body.get("tools")
         if isinstance(tools, list):
             view["tools"] = [_chat_tool(t) for t in tools if _is_function(t)]
