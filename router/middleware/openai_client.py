@@ -248,11 +248,26 @@ class _AsyncRawCompletions(_RawCompletions):
         raw_api = outer._inner.with_raw_response
         if send.get("stream"):
             raw = await raw_api.create(**send, **options)
-            return _AsyncRaw(raw, _AsyncStream(await raw.parse(), ex, outer._mode))
+            return _raw_like(raw, _AsyncStream(await _parsed(raw), ex, outer._mode))
         while send is not None:
             raw = await raw_api.create(**send, **options)
-            send = await asyncio.to_thread(ex.feed, await raw.parse())
-        return _AsyncRaw(raw, _finish(ex, outer._mode))
+            send = await asyncio.to_thread(ex.feed, await _parsed(raw))
+        return _raw_like(raw, _finish(ex, outer._mode))
+
+
+async def _parsed(raw: Any) -> Any:
+    """``raw.parse()``, awaited when this openai version makes it a coroutine."""
+    import inspect
+
+    out = raw.parse()
+    return await out if inspect.isawaitable(out) else out
+
+
+def _raw_like(raw: Any, parsed: Any) -> "_Raw":
+    """A raw response whose parse() is sync or async like the wrapped one's."""
+    import inspect
+
+    return (_AsyncRaw if inspect.iscoroutinefunction(raw.parse) else _Raw)(raw, parsed)
 
 
 class _AsyncRaw(_Raw):
