@@ -168,13 +168,21 @@ CONTROL = ("final_answer", "final_result")
 
 
 def agent_model(task_tool: str = "get_weather", arguments: dict | None = None,
-                final: str = "It is 12 °C and sunny in Oslo."):
-    """A script callable that behaves like an agent's model (see the module doc)."""
+                final: str = "It is 12 °C and sunny in Oslo.", result: str | None = None):
+    """A script callable that behaves like an agent's model (see the module doc). ``result``: the
+    text the task tool returns, for frameworks that send tool results back as plain text
+    (smolagents writes them as "Observation: ..." user turns)."""
     arguments = arguments if arguments is not None else {"city": "Oslo"}
+
+    def has_result(request: dict, api: str) -> bool:
+        if tool_results(request, api):
+            return True
+        conversation = request.get("messages", request.get("input"))
+        return bool(result) and result in json.dumps(conversation, ensure_ascii=False)
 
     def script(request: dict, api: str) -> dict:
         offered = offered_tools(request, api)
-        if not tool_results(request, api):
+        if not has_result(request, api):
             if task_tool in offered:
                 return answer(api, None, [(task_tool, arguments)])
             return answer(api, f"I cannot do this: {task_tool} was not offered (got {sorted(offered)})")
