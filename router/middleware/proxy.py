@@ -44,7 +44,9 @@ from .messages import MESSAGES
 from .metrics import Metrics
 from .request import RequestRouter, unrouted_header
 from .request_body import read_request
+from .relay import StreamRelay, error_response as _error
 from .responses import RESPONSES, ResponsesMemory
+from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
 
 log = logging.getLogger("toolsift.proxy")
@@ -55,19 +57,7 @@ class _TooLarge(Exception):
     pass
 
 
-def _error(status: int, message: str, kind: str = "toolsift_error", api: Api = CHAT, headers: Optional[dict] = None,
-           **extra: Any):
-    """An error in the API's own shape, so that each client raises its own exception type."""
-    from fastapi.responses import JSONResponse
-
-    if api is MESSAGES:
-        body = {"type": "error", "error": {"type": kind, "message": message, **extra}}
-    else:
-        body = {"error": {"message": message, "type": kind, "code": kind, **extra}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-class Proxy:
+class Proxy(StreamRelay):
     """The proxy's state and handlers; `create_app` wires them into FastAPI."""
 
     def __init__(self, upstream: str, rr: Optional[RequestRouter] = None, *, on_hallucination: str = "annotate",
@@ -331,61 +321,6 @@ class Proxy:
         return Response(last.content, status_code=200,
                         headers={**response_headers(last.headers), **self.toolsift_headers(ex)})
 
-    async def stream(self, send: dict, headers: dict[str, str], ex: Exchange, rec: dict, t0: float):
-        from fastapi.responses import Response, StreamingResponse
-
-        r, err = await self.post_upstream(ex.api, send, headers, stream=True)
-        if err is not None:
-            return err
-        if r.status_code != 200:
-            content = await r.aread()
-            await r.aclose()
-            return Response(content, status_code=r.status_code,
-                            headers={**response_headers(r.headers), **self.toolsift_headers(ex, False)})
-        out = {**response_headers(r.headers), **self.toolsift_headers(ex, False), "cache-control": "no-cache"}
-        out.pop("content-type", None)
-        return StreamingResponse(self._relay(r, ex, rec, t0), media_type="text/event-stream", headers=out)
-
-    async def _relay(self, r, ex: Exchange, rec: dict, t0: float):
-        import httpx
-
-        watch, said, remembered = ex.api.stream(), False, False
-        try:
-            async for line in r.aiter_lines():
-                if not said and watch.is_end(line):
-                    said = True
-                    yield self._verdict_comment(ex, watch)
-                watch.feed_line(line)
-                if ex.api is RESPONSES and not remembered and getattr(watch, "final", None) is not None:
-                    # before the client sees the end: its next request may name this response at once
-                    remembered = True
-                    self.memory.remember(ex.routed.body, watch.response())
-                yield (line + "\n").encode()
-            if not said:
-                yield self._verdict_comment(ex, watch)
-        except httpx.TimeoutException:
-            rec["error"] = "upstream timeout mid-stream"
-            yield _sse_error(f"upstream stopped sending for {self.timeout:g} s", "upstream_timeout")
-        except httpx.TransportError as exc:
-            rec["error"] = f"upstream connection lost mid-stream: {type(exc).__name__}"
-            yield _sse_error(rec["error"], "upstream_unreachable")
-        finally:
-            # sync work first: a client that hangs up after the end cancels this generator at its next await
-            if not said:
-                self._check_stream(ex, watch)
-            self.finish(rec, t0, 200, ex)
-            await r.aclose()
-
-    def _check_stream(self, ex: Exchange, watch: Any) -> None:
-        try:
-            ex.check_streamed(watch.response())
-        except Exception:  # a checker failure must not break a stream already under way
-            log.exception("toolsift proxy: checking a streamed answer failed")
-
-    def _verdict_comment(self, ex: Exchange, watch: Any) -> bytes:
-        self._check_stream(ex, watch)
-        return f": toolsift-verdicts {verdicts_header(ex.checks)}\n\n".encode()
-
     async def forward(self, request):
         """Any other path: forwarded unchanged (method, query, body, headers minus hop-by-hop)."""
         import httpx
@@ -415,31 +350,12 @@ class Proxy:
         return resp
 
 
-def _import_the_heavy_parts() -> None:
-    """Route and check one tiny request, so that what the first real one would load on first use
-    (the checker, BM25, the stemmer and stop words: ~1-2 s on a busy machine) is loaded now."""
-    from .checks import Exchange
-
-    tools = [{"type": "function", "function": {"name": f"warm_{i}", "description": f"warm up tool {i}",
-                                                "parameters": {"type": "object", "properties": {}}}}
-             for i in range(2)]
-    ex = Exchange(RequestRouter(k=1, method="bm25"), {"messages": [{"role": "user", "content": "warm up"}],
-                                                       "tools": tools})
-    ex.start()
-    ex.feed({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "warm_0", "arguments": "{}"}}]}}]})
-
-
 def _answer_of(response: Any) -> Any:
     if not isinstance(response, dict):
         return None
     if "choices" in response:
         return [c.get("message") for c in response.get("choices") or []]
     return response.get("output", response.get("content"))
-
-
-def _sse_error(message: str, kind: str) -> bytes:
-    return f"data: {json.dumps({'error': {'message': message, 'type': kind, 'code': kind}})}\n\n".encode()
 
 
 def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate",
@@ -475,7 +391,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         from starlette.concurrency import run_in_threadpool
 
         proxy.client  # noqa: B018 - the upstream client (its TLS context), the worker threads and the
-        await run_in_threadpool(_import_the_heavy_parts)  # modules are made now, not on the first request
+        await run_in_threadpool(warm_up_request_path)  # modules are made now, not on the first request
         proxy.start_loading()
         yield
         if proxy._client is not None:

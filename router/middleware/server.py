@@ -19,6 +19,22 @@ from .errors import MiddlewareError
 log = logging.getLogger("toolsift.proxy")
 
 
+def warm_up_request_path() -> None:
+    """Route and check one tiny request, so that what the first real one would load on first use
+    (the checker, BM25, the stemmer and stop words: ~1-2 s on a busy machine) is loaded now."""
+    from .checks import Exchange
+    from .request import RequestRouter
+
+    tools = [{"type": "function", "function": {"name": f"warm_{i}", "description": f"warm up tool {i}",
+                                                "parameters": {"type": "object", "properties": {}}}}
+             for i in range(2)]
+    ex = Exchange(RequestRouter(k=1, method="bm25"), {"messages": [{"role": "user", "content": "warm up"}],
+                                                       "tools": tools})
+    ex.start()
+    ex.feed({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "warm_0", "arguments": "{}"}}]}}]})
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``, or a MiddlewareError that says why not."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

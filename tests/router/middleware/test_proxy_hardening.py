@@ -3,7 +3,6 @@ a real server on 127.0.0.1: the proxy in this process (uvicorn thread) or the in
 `toolsift` command in a subprocess."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
