@@ -114,12 +114,25 @@ def _proxy_cmd(
     quick: bool = typer.Option(False, "--quick", help="100 concurrent requests and 60 token queries (CI)"),
     method: str = typer.Option("bm25", "--method", help="bm25 | hybrid | dense"),
     k: int = typer.Option(5, "-k", help="tools kept per request"),
+    soak: bool = typer.Option(False, "--soak", help="instead: 2,000 requests with distinct tool lists, RSS and "
+                              "latency along the way (default method hybrid; results in benchmarks/results/proxy_soak)"),
+    soak_requests: Optional[int] = typer.Option(None, "--soak-requests", help="requests in the soak (default 2,000; "
+                                                "200 with --quick)"),
 ) -> None:
-    """Middleware/proxy overhead per request (own time, CPU, tokens saved)."""
+    """Middleware/proxy overhead per request (own time, CPU, tokens saved), or a soak (--soak)."""
     from . import proxy_overhead
 
     if method not in ("bm25", "hybrid", "dense"):
         raise BenchmarkError(f"--method must be bm25, hybrid or dense, not {method!r}")
+    if soak:
+        from . import proxy_soak
+
+        target = _out(out, "proxy_soak", quick)
+        method = method if "--method" in sys.argv else "hybrid"  # the soak's point is the embedding cache
+        res = proxy_soak.run(target, quick=quick, method=method, k=k, requests=soak_requests)
+        typer.echo(proxy_soak.report(res))
+        typer.echo(f"wrote {target / 'report.md'}")
+        return
     target = _out(out, "proxy", quick)
     res = proxy_overhead.run(target, quick=quick, method=method, k=k)
     typer.echo(proxy_overhead._report(res))

@@ -9,7 +9,9 @@ import typer
 from . import serve_mcp, serve_openai
 
 def register(root: typer.Typer) -> None:
-    group = typer.Typer(help="Run toolsift as a service (OpenAI-compatible proxy, MCP gateway).", no_args_is_help=True)
+    group = typer.Typer(help="Run toolsift as a service (OpenAI- and Anthropic-compatible proxy, MCP gateway).",
+                        no_args_is_help=True)
     group.command("openai")(serve_openai.openai_command)
+    group.command("anthropic")(serve_openai.anthropic_command)
     group.command("mcp")(serve_mcp.serve_mcp)
     root.add_typer(group, name="serve")

@@ -1,4 +1,12 @@
-"""`toolsift serve openai`: the OpenAI-compatible proxy (see router/middleware/proxy.py)."""
+"""`toolsift serve openai` and `toolsift serve anthropic`: the proxy (router/middleware/proxy.py).
+
+Both run the same server, which routes Chat Completions, Responses and Messages requests; they
+differ in the default upstream and in the line that says how to point a client at it.
+
+Start-up order (issue 13): cheap checks, then the port is bound (a busy port is one line, exit 2,
+before anything heavy), then the server answers while the catalog and the model load in a
+thread (``/healthz``: ``starting``, then ``ok``); one line says when it is ready.
+"""
 from __future__ import annotations
 
 from typing import Optional
@@ -8,54 +16,105 @@ import typer
 from .errors import CliError
 from .options import Db, Model
 
+ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
 
-def openai_command(
-    upstream: str = typer.Option(..., "--upstream", help="Upstream base URL, e.g. https://api.openai.com/v1"),
-    db: Db = None,
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (default: loopback only)."),
-    port: int = typer.Option(8808, "--port"),
-    k: int = typer.Option(5, "-k", "--k", help="Tools kept per request (pinned and tool_choice tools come on top)."),
-    on_hallucination: str = typer.Option("annotate", "--on-hallucination",
-                                         help="annotate (verdict headers), repair (ask the model again), "
-                                              "or reject (answer 422)."),
-    max_repairs: int = typer.Option(2, "--max-repairs", help="Repair turns at most, with --on-hallucination repair."),
-    pinned: list[str] = typer.Option([], "--pin", help="Tool name always offered (repeatable)."),
-    token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Max tokens of tool schemas per request."),
-    method: str = typer.Option("hybrid", "--method", help="hybrid, bm25 or dense."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="TOOLSIFT_PROXY_KEY",
-                                          help="Require this key from clients (Authorization: Bearer or X-Toolsift-Key)."),
-    log_content: bool = typer.Option(False, "--log-content", help="Also log messages and answers."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
-    max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
-                                      "(a 2,000-tool request is ~1.2 MB)."),
-    model: Model = None,
-) -> None:
-    """Run an OpenAI-compatible proxy that routes tools and checks tool calls."""
+
+def _options(upstream_default: Optional[str]):
+    upstream_help = "Upstream base URL (with or without /v1), e.g. " + (
+        "https://api.anthropic.com" if upstream_default else "https://api.openai.com/v1")
+
+    def command(
+        upstream: str = typer.Option(upstream_default if upstream_default else ..., "--upstream", help=upstream_help),
+        db: Db = None,
+        host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (default: loopback only)."),
+        port: int = typer.Option(8808, "--port"),
+        k: int = typer.Option(5, "-k", "--k", help="Tools kept per request (the tools always kept come on top)."),
+        on_hallucination: str = typer.Option("annotate", "--on-hallucination",
+                                             help="annotate (verdict headers), repair (ask the model again), "
+                                                  "or reject (answer 422)."),
+        max_repairs: int = typer.Option(2, "--max-repairs", help="Repair turns at most, with --on-hallucination repair."),
+        pinned: list[str] = typer.Option([], "--pin", help="Tool name always offered (repeatable)."),
+        token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Max tokens of tool schemas per request."),
+        method: str = typer.Option("hybrid", "--method", help="hybrid, bm25 or dense."),
+        api_key: Optional[str] = typer.Option(None, "--api-key", envvar="TOOLSIFT_PROXY_KEY",
+                                              help="Require this key from clients (Authorization: Bearer, "
+                                                   "X-Toolsift-Key or x-api-key)."),
+        log_content: bool = typer.Option(False, "--log-content", help="Also log messages and answers."),
+        timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
+        max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
+                                          "(a 2,000-tool request is ~1.2 MB)."),
+        max_request_tools: int = typer.Option(20_000, "--max-request-tools",
+                                              help="Refuse requests that bring more tools with 400 (checked "
+                                                   "before any per-tool work)."),
+        inject_catalog: bool = typer.Option(False, "--inject-catalog",
+                                            help="Add the top-k catalog tools to requests that bring none "
+                                                 "(off: a request's tools are only ever cut, never added)."),
+        model: Model = None,
+    ) -> None:
+        run(upstream=upstream, db=db, host=host, port=port, k=k, on_hallucination=on_hallucination,
+            max_repairs=max_repairs, pinned=pinned, token_budget=token_budget, method=method, api_key=api_key,
+            log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, max_request_tools=max_request_tools,
+            inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default))
+
+    return command
+
+
+def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: str, max_repairs: int,
+        pinned: list[str], token_budget: Optional[int], method: str, api_key: Optional[str], log_content: bool,
+        timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
+        anthropic: bool) -> None:
     from apidb.catalog import default_db_path
 
     from router.middleware.checks import PROXY_MODES, check_mode
-    from router.middleware.proxy import create_app, serve
+    from router.middleware.proxy import create_app
+    from router.middleware.server import bind, serve
+    from router.middleware.upstream import Upstream
 
+    # cheap checks first: every mistake is one line before the port is even taken
     check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
+    shown = Upstream(upstream).display  # also rejects a URL that is not http(s); never shows credentials
     if max_body_mb <= 0:
         raise CliError(f"--max-body-mb must be positive, got {max_body_mb:g}")
+    if k < 1:
+        raise CliError(f"-k must be at least 1, got {k}")
+    if max_request_tools < 1:
+        raise CliError(f"--max-request-tools must be at least 1, got {max_request_tools}")
+    if method not in ("hybrid", "bm25", "dense"):
+        raise CliError(f"--method must be hybrid, bm25 or dense, got {method!r}")
     if db is None and default_db_path().exists():
         db = default_db_path()
     if db is not None and not db.exists():
         raise CliError(f"{db}: no such catalog (build one with `toolsift catalog add`)")
-    router = None
-    if db is not None:
-        from router.engine import Router
+    if model:
+        from router.dense import model_path
 
-        router = Router.open(db, model=model)
-        for warning in getattr(router, "warnings", []) or []:
-            typer.echo(f"warning: {warning}", err=True)
-    app = create_app(upstream, router, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs,
-                     api_key=api_key, log_content=log_content, timeout=timeout, pinned=tuple(pinned),
-                     token_budget=token_budget, method=method, max_body_mb=max_body_mb, model=model)
-    _warm_up(router, method, model)
-    typer.echo(f"toolsift proxy on http://{host}:{port}/v1 -> {upstream} (k={k}, {on_hallucination})", err=True)
-    serve(app, host=host, port=port)
+        model_path(model)  # an unknown model is one line now, not after the port is taken
+
+    sock = bind(host, port)  # before anything heavy: a busy port costs nothing
+    address = f"http://{host}:{port}"
+    typer.echo(f"toolsift proxy listening on {address}, loading the router ...", err=True)
+
+    def load():
+        from router.middleware.request import RequestRouter
+
+        router = None
+        if db is not None:
+            from router.engine import Router
+
+            router = Router.open(db, model=model)
+            for warning in getattr(router, "warnings", []) or []:
+                typer.echo(f"warning: {warning}", err=True)
+        _warm_up(router, method, model)
+        return RequestRouter(router, k=k, pinned=tuple(pinned), token_budget=token_budget, method=method,
+                             model=model, inject=inject_catalog, max_request_tools=max_request_tools)
+
+    app = create_app(upstream, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
+                     log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, loader=load)
+    proxy = app.state.proxy
+    client = (f"ANTHROPIC_BASE_URL={address}" if anthropic else f"OPENAI_BASE_URL={address}/v1")
+    proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}); "
+                                        f"ready: {client}", err=True)
+    serve(app, sock)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
 
 
 def _warm_up(router, method: str, model: str | None = None) -> None:
@@ -66,3 +125,10 @@ def _warm_up(router, method: str, model: str | None = None) -> None:
         from router.dense import DEFAULT_MODEL, load_model
 
         load_model(model or DEFAULT_MODEL)
+
+
+openai_command = _options(None)
+openai_command.__doc__ = "Run an OpenAI-compatible proxy that routes tools and checks tool calls."
+anthropic_command = _options(ANTHROPIC_UPSTREAM)
+anthropic_command.__doc__ = ("Run the proxy for Claude's Messages API (x-api-key and anthropic-version "
+                             "pass through); the same server also routes OpenAI requests.")

@@ -2,9 +2,15 @@
 that were offered, build a repair turn, and put streamed answers back together to check them.
 No I/O happens here: `Exchange` is a small state machine that the sync wrapper, the async
 wrapper and the proxy each drive with their own transport.
+
+The exchange speaks Chat Completions (`CHAT`); the Responses and Messages APIs plug in as other
+`Api` objects (router/middleware/responses.py, messages.py) that turn their request into the
+Chat Completions shape for routing, and their answer's calls into Chat Completions tool calls
+for the checker.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +49,11 @@ class CallCheck:
                 "defects": [d.message for d in v.defects], "suggestions": list(v.suggestions)}
 
 
+def check_calls_of(calls: list[tuple[int, list[dict]]], routed: RoutedRequest) -> list[CallCheck]:
+    """A verdict per (choice, Chat Completions tool calls) against the tools offered."""
+    return [CallCheck(choice, check_calls(c, functions=routed.offered)) for choice, c in calls if c]
+
+
 def check_answer(response: Any, routed: RoutedRequest) -> list[CallCheck]:
     """A verdict for every choice whose message carries tool calls, against the tools offered."""
     out = []
@@ -75,6 +86,47 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
     return out
 
 
+UNROUTABLE = "_toolsift_unroutable"  # set by an Api's view() when it cannot see enough to rank: why
+
+
+class Api:
+    """One wire format the exchange speaks. This base is Chat Completions; see responses.py and
+    messages.py for the others. Every method is pure (no I/O)."""
+
+    name = "chat"
+
+    def view(self, body: dict, memory: Any = None) -> dict:
+        """The request in the Chat Completions shape that `RequestRouter.route` reads."""
+        return body
+
+    def apply(self, body: dict, routed: RoutedRequest) -> dict:
+        """The body to send upstream: the request with only the kept tools."""
+        return routed.body
+
+    def calls(self, response: Any) -> list[tuple[int, list[dict]]]:
+        """The answer's tool calls per choice, as Chat Completions ``tool_calls``."""
+        out = []
+        for choice in (as_dict(response) or {}).get("choices") or []:
+            calls = (choice.get("message") or {}).get("tool_calls")
+            if calls:
+                out.append((choice.get("index", 0), calls))
+        return out
+
+    def repair(self, sent: dict, response: dict, bad: CallCheck, routed: RoutedRequest) -> dict:
+        """The next body: the answer and one error result per call appended, the offered tools again."""
+        choice = next(ch for ch in as_dict(response)["choices"] if ch.get("index", 0) == bad.choice)
+        body = dict(sent, messages=[*sent["messages"], *repair_turn(choice["message"], bad.verdict)],
+                    tools=routed.offered or sent.get("tools"))
+        body.pop("n", None)  # one repaired answer is enough
+        return body
+
+    def stream(self) -> "StreamAssembler":
+        return StreamAssembler()
+
+
+CHAT = Api()
+
+
 @dataclass
 class Exchange:
     """Drives route → send → check → (repair → send)* for one request; no I/O of its own.
@@ -92,12 +144,18 @@ class Exchange:
     checks: list[CallCheck] = field(default_factory=list)
     repairs: int = 0
     upstream_ms: float = 0.0  # time spent waiting for the model (the transport adds it up)
+    api: Api = CHAT
+    keep: tuple[str, ...] = ()  # tool names the request itself marks as needed
+    memory: Any = None          # what the transport remembers of earlier answers (Responses API)
     _body: dict | None = None
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
-        self.routed = self.rr.route(self.request)
-        self._body = self.routed.body
+        view = self.api.view(self.request, self.memory)
+        unroutable = view.pop(UNROUTABLE, None) if isinstance(view, dict) else None
+        self.routed = (self.rr.pass_through(view, unroutable) if unroutable
+                       else self.rr.route(view, keep=self.keep))
+        self._body = self.api.apply(self.request, self.routed)
         return self._body
 
     @property
@@ -107,25 +165,28 @@ class Exchange:
     def feed(self, response: Any) -> dict | None:
         """Take an answer; return the next body to send, or None when done."""
         self.response = response
-        self.checks = check_answer(response, self.routed)
+        calls = self.api.calls(response)
+        self.checks = check_calls_of(calls, self.routed)
         if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
             return None
         self.repairs += 1
         bad = next(c for c in self.checks if not c.verdict.ok)
-        choice = next(ch for ch in as_dict(response)["choices"] if ch.get("index", 0) == bad.choice)
-        self._restore_dropped(choice["message"])
-        self._body = dict(self._body, messages=[*self._body["messages"], *repair_turn(choice["message"], bad.verdict)],
-                          tools=self.routed.offered or self._body.get("tools"))
-        self._body.pop("n", None)  # one repaired answer is enough
+        self._restore_dropped(next(c for i, c in calls if i == bad.choice))
+        self._body = self.api.repair(self._body, as_dict(response), bad, self.routed)
         return self._body
 
-    def _restore_dropped(self, message: dict) -> None:
+    def check_streamed(self, response: Any) -> None:
+        """Check a streamed answer once it is complete (annotated only: it was delivered already)."""
+        self.response = response
+        self.checks = check_calls_of(self.api.calls(response), self.routed)
+
+    def _restore_dropped(self, tool_calls: list[dict]) -> None:
         """A call to a tool the caller sent but routing left out: offer it on the repair turn."""
         offered = {tool_name(t) for t in self.routed.offered}
         original = self.routed.original
         # by name first: decoding a 2k-tool list from the wire just to compare names is wasted work
         names = original.names if isinstance(original, ToolList) else [tool_name(t) for t in original]
-        for call in message.get("tool_calls") or []:
+        for call in tool_calls or []:
             name = tool_name(call)
             if not name or name in offered or name not in names or len(self.routed.offered) >= MAX_TOOLS:
                 continue
@@ -155,6 +216,18 @@ class StreamAssembler:
                 fn = tc.get("function") or {}
                 slot["function"]["name"] += fn.get("name") or ""
                 slot["function"]["arguments"] += fn.get("arguments") or ""
+
+    def feed_line(self, line: str) -> None:
+        """One SSE line as relayed by the proxy."""
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            try:
+                self.feed(json.loads(line[5:]))
+            except ValueError:
+                pass  # not ours to judge; the client sees it as sent
+
+    def is_end(self, line: str) -> bool:
+        """The line before which the verdict comment goes (clients stop reading after it)."""
+        return line.startswith("data:") and line[5:].strip() == "[DONE]"
 
     def response(self) -> dict:
         choices = []

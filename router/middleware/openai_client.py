@@ -4,10 +4,12 @@
     resp = client.chat.completions.create(model=..., messages=..., tools=all_my_tools)
     resp.toolsift.selected, resp.toolsift.verdicts
 
-``chat.completions.create`` keeps its signature; everything else is the wrapped client's own.
-Streams (``stream=True``) pass chunks through as they arrive; their calls are checked once the
-stream ends (``stream.toolsift`` is set then; ``"raise"`` raises then). A streamed answer has
-already been delivered, so it is annotated, not repaired.
+``chat.completions.create``, ``.parse``, ``.stream`` (the helper) and
+``.with_raw_response.create`` keep their signatures and are all routed and checked; everything
+else is the wrapped client's own. Streams (``stream=True``) pass chunks through as they arrive and
+are real iterators (``next()``, ``for``, ``with``; ``async for`` / ``async with``); their calls
+are checked once the stream ends (``stream.toolsift`` is set then; ``"raise"`` raises then). A
+streamed answer has already been delivered, so it is annotated, not repaired.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import CLIENT_MODES, CallCheck, Exchange, StreamAssembler, check_answer, check_mode
+from .checks import CLIENT_MODES, CallCheck, Exchange, StreamAssembler, check_mode
 from .errors import HallucinatedCallError
 from .request import RequestRouter, as_dict
 
@@ -34,6 +36,7 @@ class Annotation:
     injected: bool = False
     checks: list[CallCheck] = field(default_factory=list)
     repairs: int = 0
+    route: str = ""  # what routing did, as in the proxy's x-toolsift-route header
 
     @property
     def verdicts(self) -> list[Any]:
@@ -45,21 +48,25 @@ class Annotation:
 
     def to_dict(self) -> dict:
         return {"selected": self.selected, "tools_in": self.tools_in, "tools_out": self.tools_out,
-                "injected": self.injected, "verdicts": [c.to_dict() for c in self.checks], "repairs": self.repairs}
+                "injected": self.injected, "verdicts": [c.to_dict() for c in self.checks], "repairs": self.repairs,
+                "route": self.route}
 
 
 def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate", max_repairs: int = 2,
          pinned: tuple[str, ...] | list[str] = (), token_budget: int | None = None, method: str = "hybrid",
-         model: str | None = None, cache_dir: str | None = None) -> Any:
-    """Wrap an OpenAI client. ``router``: a `router.Router`, a catalog path, or None (route
-    only the tools each request carries; no injection)."""
+         model: str | None = None, cache_dir: str | None = None, inject: bool = False) -> Any:
+    """Wrap an OpenAI client. ``router``: a `router.Router` or a catalog path (requests whose
+    tools are catalog tools are ranked with its indexes), or None. ``inject=True`` also adds the
+    top-k catalog tools to requests that bring none (off by default: an agent that gets a tool it
+    never defined fails on the call). ``cache_dir`` is accepted for compatibility: tool lists that
+    come with requests are embedded in a bounded in-memory cache, never written to disk."""
     check_mode(on_hallucination, CLIENT_MODES)
     if isinstance(router, (str, Path)):
         from router.engine import Router
 
         router = Router.open(router)
     rr = RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method, model=model,
-                       cache_dir=cache_dir)
+                       cache_dir=cache_dir, inject=inject)
     is_async = _is_async(client)
     return _Wrapped(client, rr, on_hallucination, max_repairs, is_async)
 
@@ -81,7 +88,7 @@ def _is_async(client: Any) -> bool:
 
 
 class _Wrapped:
-    """The client with ``chat.completions.create`` replaced; every other attribute is the client's."""
+    """The client with ``chat.completions`` replaced; every other attribute is the client's."""
 
     def __init__(self, client: Any, rr: RequestRouter, mode: str, max_repairs: int, is_async: bool) -> None:
         self._client, self.toolsift_router = client, rr
@@ -112,10 +119,19 @@ def _split(kwargs: dict) -> tuple[dict, dict]:
     return body, options
 
 
-def _annotate(obj: Any, ex: Exchange) -> Any:
+def _keep(options: dict) -> tuple[str, ...]:
+    """Tool names a call marks as needed with ``extra_headers={"x-toolsift-keep": "a,b"}``."""
+    value = next((v for k, v in (options.get("extra_headers") or {}).items() if k.lower() == "x-toolsift-keep"), "")
+    return tuple(n.strip() for n in str(value or "").split(",") if n.strip())
+
+
+def _annotation(ex: Exchange) -> Annotation:
     r = ex.routed
-    ann = Annotation(r.selected, r.tools_in, r.tools_out, r.injected, ex.checks, ex.repairs)
-    object.__setattr__(obj, "toolsift", ann)  # not a model field: stays out of model_dump()
+    return Annotation(r.selected, r.tools_in, r.tools_out, r.injected, ex.checks, ex.repairs, r.route_header())
+
+
+def _annotate(obj: Any, ex: Exchange) -> Any:
+    object.__setattr__(obj, "toolsift", _annotation(ex))  # not a model field: stays out of model_dump()
     return obj
 
 
@@ -130,29 +146,133 @@ class _Completions(_Namespace):
     def __init__(self, inner: Any, rr: RequestRouter, mode: str, max_repairs: int) -> None:
         super().__init__(inner)
         self._rr, self._mode, self._max = rr, mode, max_repairs
+        self.with_raw_response = _RawCompletions(self)
+
+    def _exchange(self, kwargs: dict) -> tuple[Exchange, dict, dict]:
+        body, options = _split(kwargs)
+        ex = Exchange(self._rr, body, self._mode, self._max, keep=_keep(options))
+        return ex, ex.start(), options
 
     def create(self, **kwargs: Any) -> Any:
-        body, options = _split(kwargs)
-        ex = Exchange(self._rr, body, self._mode, self._max)
-        send = ex.start()
+        ex, send, options = self._exchange(kwargs)
         if send.get("stream"):
             return _Stream(self._inner.create(**send, **options), ex, self._mode)
         while send is not None:
             send = ex.feed(self._inner.create(**send, **options))
         return _finish(ex, self._mode)
 
+    def parse(self, **kwargs: Any) -> Any:
+        """``chat.completions.parse``: routed and checked like create."""
+        ex, send, options = self._exchange(kwargs)
+        while send is not None:
+            send = ex.feed(self._inner.parse(**send, **options))
+        return _finish(ex, self._mode)
+
+    def stream(self, **kwargs: Any) -> "_StreamManager":
+        """The ``chat.completions.stream()`` helper: routed; checked when the stream ends."""
+        ex, send, options = self._exchange(kwargs)
+        return _StreamManager(self._inner.stream(**send, **options), ex, self._mode)
+
+
+class _RawCompletions:
+    """``with_raw_response.create``: the raw response (headers ...), routed and checked; its
+    ``parse()`` gives the annotated completion (or the wrapped stream)."""
+
+    def __init__(self, outer: _Completions) -> None:
+        self._outer = outer
+
+    def create(self, **kwargs: Any) -> Any:
+        outer = self._outer
+        ex, send, options = outer._exchange(kwargs)
+        raw_api = outer._inner.with_raw_response
+        if send.get("stream"):
+            raw = raw_api.create(**send, **options)
+            return _Raw(raw, _Stream(raw.parse(), ex, outer._mode))
+        while send is not None:
+            raw = raw_api.create(**send, **options)
+            send = ex.feed(raw.parse())
+        return _Raw(raw, _finish(ex, outer._mode))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._outer._inner.with_raw_response, name)
+
+
+class _Raw:
+    def __init__(self, raw: Any, parsed: Any) -> None:
+        self._raw, self._parsed = raw, parsed
+
+    def parse(self, **_: Any) -> Any:
+        return self._parsed
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
 
 class _AsyncCompletions(_Completions):
-    async def create(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def __init__(self, inner: Any, rr: RequestRouter, mode: str, max_repairs: int) -> None:
+        super().__init__(inner, rr, mode, max_repairs)
+        self.with_raw_response = _AsyncRawCompletions(self)
+
+    async def _aexchange(self, kwargs: dict) -> tuple[Exchange, dict, dict]:
         body, options = _split(kwargs)
-        ex = Exchange(self._rr, body, self._mode, self._max)
+        ex = Exchange(self._rr, body, self._mode, self._max, keep=_keep(options))
         send = await asyncio.to_thread(ex.start)  # ranking is CPU work: keep the event loop free
+        return ex, send, options
+
+    async def create(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        ex, send, options = await self._aexchange(kwargs)
         if send.get("stream"):
             return _AsyncStream(await self._inner.create(**send, **options), ex, self._mode)
         while send is not None:
             resp = await self._inner.create(**send, **options)
             send = await asyncio.to_thread(ex.feed, resp)
         return _finish(ex, self._mode)
+
+    async def parse(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        ex, send, options = await self._aexchange(kwargs)
+        while send is not None:
+            resp = await self._inner.parse(**send, **options)
+            send = await asyncio.to_thread(ex.feed, resp)
+        return _finish(ex, self._mode)
+
+    def stream(self, **kwargs: Any) -> "_AsyncStreamManager":  # type: ignore[override]
+        # openai's async stream() is a plain function returning an async context manager
+        ex, send, options = self._exchange(kwargs)
+        return _AsyncStreamManager(self._inner.stream(**send, **options), ex, self._mode)
+
+
+class _AsyncRawCompletions(_RawCompletions):
+    async def create(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        outer = self._outer
+        ex, send, options = await outer._aexchange(kwargs)
+        raw_api = outer._inner.with_raw_response
+        if send.get("stream"):
+            raw = await raw_api.create(**send, **options)
+            return _raw_like(raw, _AsyncStream(await _parsed(raw), ex, outer._mode))
+        while send is not None:
+            raw = await raw_api.create(**send, **options)
+            send = await asyncio.to_thread(ex.feed, await _parsed(raw))
+        return _raw_like(raw, _finish(ex, outer._mode))
+
+
+async def _parsed(raw: Any) -> Any:
+    """``raw.parse()``, awaited when this openai version makes it a coroutine."""
+    import inspect
+
+    out = raw.parse()
+    return await out if inspect.isawaitable(out) else out
+
+
+def _raw_like(raw: Any, parsed: Any) -> "_Raw":
+    """A raw response whose parse() is sync or async like the wrapped one's."""
+    import inspect
+
+    return (_AsyncRaw if inspect.iscoroutinefunction(raw.parse) else _Raw)(raw, parsed)
+
+
+class _AsyncRaw(_Raw):
+    async def parse(self, **_: Any) -> Any:  # type: ignore[override]
+        return self._parsed
 
 
 class _StreamBase:
@@ -163,13 +283,11 @@ class _StreamBase:
         self._asm = StreamAssembler()
         self.toolsift: Annotation | None = None
 
-    def _done(self) -> None:
+    def _done(self, response: Any = None) -> None:
         if self.toolsift is not None:
             return
-        self._ex.response = self._asm.response()
-        self._ex.checks = check_answer(self._ex.response, self._ex.routed)
-        r = self._ex.routed
-        self.toolsift = Annotation(r.selected, r.tools_in, r.tools_out, r.injected, self._ex.checks)
+        self._ex.check_streamed(response if response is not None else self._asm.response())
+        self.toolsift = _annotation(self._ex)
         if self._mode == "raise" and self._ex.failed:
             raise HallucinatedCallError(self._ex.checks, self._ex.response)
 
@@ -178,11 +296,23 @@ class _StreamBase:
 
 
 class _Stream(_StreamBase):
-    def __iter__(self):
-        for chunk in self._inner:
-            self._asm.feed(chunk)
-            yield chunk
-        self._done()
+    """An iterator like openai's Stream: ``next()``, ``for``, ``with``."""
+
+    def __init__(self, inner: Any, ex: Exchange, mode: str) -> None:
+        super().__init__(inner, ex, mode)
+        self._it = iter(inner)
+
+    def __iter__(self) -> "_Stream":
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            chunk = next(self._it)
+        except StopIteration:
+            self._done()
+            raise
+        self._asm.feed(chunk)
+        return chunk
 
     def __enter__(self) -> "_Stream":
         return self
@@ -192,14 +322,87 @@ class _Stream(_StreamBase):
 
 
 class _AsyncStream(_StreamBase):
-    async def __aiter__(self):
-        async for chunk in self._inner:
-            self._asm.feed(chunk)
-            yield chunk
-        self._done()
+    def __init__(self, inner: Any, ex: Exchange, mode: str) -> None:
+        super().__init__(inner, ex, mode)
+        self._it = inner.__aiter__()
+
+    def __aiter__(self) -> "_AsyncStream":
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            chunk = await self._it.__anext__()
+        except StopAsyncIteration:
+            self._done()
+            raise
+        self._asm.feed(chunk)
+        return chunk
 
     async def __aenter__(self) -> "_AsyncStream":
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self._inner.close()
+
+
+class _EventStream(_StreamBase):
+    """openai's ChatCompletionStream (the ``.stream()`` helper's events), checked at its end from
+    the helper's own final completion."""
+
+    def __iter__(self):
+        for event in self._inner:
+            yield event
+        self._done(self._inner.get_final_completion())
+
+    def get_final_completion(self) -> Any:
+        final = self._inner.get_final_completion()
+        self._done(final)
+        return _annotate(final, self._ex)
+
+    def until_done(self) -> "_EventStream":
+        self._inner.until_done()
+        self._done(self._inner.get_final_completion())
+        return self
+
+
+class _AsyncEventStream(_StreamBase):
+    async def __aiter__(self):
+        async for event in self._inner:
+            yield event
+        self._done(await self._inner.get_final_completion())
+
+    async def get_final_completion(self) -> Any:
+        final = await self._inner.get_final_completion()
+        self._done(final)
+        return _annotate(final, self._ex)
+
+    async def until_done(self) -> "_AsyncEventStream":
+        await self._inner.until_done()
+        self._done(await self._inner.get_final_completion())
+        return self
+
+
+class _StreamManager:
+    def __init__(self, manager: Any, ex: Exchange, mode: str) -> None:
+        self._manager, self._ex, self._mode = manager, ex, mode
+        self.stream: _EventStream | None = None
+
+    def __enter__(self) -> _EventStream:
+        self.stream = _EventStream(self._manager.__enter__(), self._ex, self._mode)
+        return self.stream
+
+    def __exit__(self, *exc: Any) -> None:
+        self._manager.__exit__(*exc)
+
+
+class _AsyncStreamManager:
+    def __init__(self, manager: Any, ex: Exchange, mode: str) -> None:
+        self._manager, self._ex, self._mode = manager, ex, mode
+        self.stream: _AsyncEventStream | None = None
+
+    async def __aenter__(self) -> _AsyncEventStream:
+        self.stream = _AsyncEventStream(await self._manager.__aenter__(), self._ex, self._mode)
+        return self.stream
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._manager.__aexit__(*exc)

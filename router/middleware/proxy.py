@@ -1,64 +1,88 @@
-"""OpenAI-compatible HTTP proxy: route tools into each request, check the calls that come back.
+"""OpenAI- and Anthropic-compatible HTTP proxy: route tools into each request, check the calls
+that come back.
 
-``POST /v1/chat/completions`` is routed, forwarded to the upstream and checked; every other
-path (``GET /v1/models`` ...) is forwarded unchanged. Routing decisions and verdicts come back
-in ``x-toolsift-selected`` / ``x-toolsift-verdicts`` (JSON, at most 4 KiB each) and in one JSON
-log line per request on the ``toolsift.proxy`` logger (no message contents unless
-``log_content``; never any header, so never the Authorization key).
+Three endpoints are routed, forwarded and checked, each with or without the ``/v1`` prefix:
+``POST /v1/chat/completions`` (Chat Completions), ``POST /v1/responses`` (Responses,
+router/middleware/responses.py) and ``POST /v1/messages`` (Claude's Messages API,
+router/middleware/messages.py). Every other path (``GET /v1/models`` ...) is forwarded unchanged,
+with ``x-toolsift-route: unrouted; reason=...`` on the answer so that nothing is skipped silently.
 
-Streams (``"stream": true``) are relayed line by line as they arrive. Headers are gone by the
-time the calls are complete, so a streamed answer's verdicts are sent as an SSE comment line
-``: toolsift-verdicts [...]`` just before ``data: [DONE]`` (clients ignore comments) and logged;
-streamed answers are annotated, never repaired or rejected.
+Routing decisions and verdicts come back in ``x-toolsift-selected`` / ``x-toolsift-route`` /
+``x-toolsift-verdicts`` (JSON or short text, at most 4 KiB each) next to the upstream's own
+headers (request ids, rate limits, ``retry-after``), and in one JSON log line per request on the
+``toolsift.proxy`` logger (no message contents unless ``log_content``; never any header, so never
+a key; the upstream URL only in its redacted form).
 
-Errors: upstream status + body are passed through; upstream timeout → 504; upstream unreachable
-→ 502; a non-JSON upstream answer → 502; a malformed request → 400; a missing/wrong proxy key →
-401; anything unexpected → 500 with a JSON error (the process keeps serving).
+Streams are relayed line by line as they arrive. Headers are gone by the time the calls are
+complete, so a streamed answer's verdicts are sent as an SSE comment line
+``: toolsift-verdicts [...]`` just before the stream's last event (``data: [DONE]``,
+``response.completed``, ``message_stop``; clients ignore comments) and logged; streamed answers
+are annotated, never repaired or rejected.
+
+Errors: upstream status + body + headers are passed through; upstream timeout → 504; upstream
+unreachable → 502; a non-JSON upstream answer → 502; a malformed request → 400; a body over the
+limit → 413 (also when sent chunked); a missing/wrong proxy key → 401; a client that hangs up is
+logged as 499 (no traceback); anything unexpected → 500 with a JSON error (the process keeps serving).
 """
 # no `from __future__ import annotations`: FastAPI must see the real `Request` class in the
 # handlers defined inside create_app (fastapi itself is imported lazily there).
 
-import gc
+import asyncio
 import hmac
 import json
 import logging
 import os
 import time
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Callable, Optional
 
 from apidb.errors import ToolsiftError
 
-from .checks import PROXY_MODES, Exchange, StreamAssembler, check_answer, check_mode, verdicts_header
+from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_header
+from .errors import MiddlewareError, RequestError, WireError
+from .messages import MESSAGES
 from .metrics import Metrics
-from .errors import RequestError, WireError
-from .request import RequestRouter
+from .request import RequestRouter, unrouted_header
 from .request_body import read_request
+from .relay import StreamRelay, error_response as _error
+from .responses import RESPONSES, ResponsesMemory
+from .server import warm_up_request_path
+from .upstream import Upstream, request_headers, response_headers
 
 log = logging.getLogger("toolsift.proxy")
-_HOP = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-        "proxy-authorization", "proxy-connection", "accept-encoding", "x-toolsift-key"}
-_RESP_DROP = {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+_PATHS = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
 
 
-def _error(status: int, message: str, kind: str = "toolsift_error", **extra: Any):
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse({"error": {"message": message, "type": kind, "code": kind, **extra}}, status_code=status)
+class _TooLarge(Exception):
+    pass
 
 
-class Proxy:
+class Proxy(StreamRelay):
     """The proxy's state and handlers; `create_app` wires them into FastAPI."""
 
-    def __init__(self, upstream: str, rr: RequestRouter, *, on_hallucination: str = "annotate", max_repairs: int = 2,
-                 api_key: str | None = None, log_content: bool = False, timeout: float = 60.0) -> None:
+    def __init__(self, upstream: str, rr: Optional[RequestRouter] = None, *, on_hallucination: str = "annotate",
+                 max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False,
+                 timeout: float = 60.0, max_body_bytes: int = 64 * 2**20,
+                 loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5) -> None:
         check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
-        if not upstream.startswith(("http://", "https://")):
-            raise RequestError(f"--upstream must be an http(s) URL, got {upstream!r}")
-        self.upstream, self.rr, self.mode, self.max_repairs = upstream.rstrip("/"), rr, on_hallucination, max_repairs
+        self.up = Upstream(upstream)
+        self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
+        self.mode, self.max_repairs, self.k = on_hallucination, max_repairs, (rr.k if rr else k)
         self.api_key, self.log_content, self.timeout = api_key, log_content, timeout
+        self.max_body_bytes = max_body_bytes
         self.metrics = Metrics()
+        self.memory = ResponsesMemory()
+        self._rr, self._loader = rr, loader
+        self.state = "ok" if rr is not None else "starting"
+        self.load_error: Optional[str] = None
+        self._loading: Optional[asyncio.Future] = None
+        self.on_ready: Optional[Callable[[], None]] = None
+        self.on_failed: Optional[Callable[[str], None]] = None
         self._client = None
+
+    @property
+    def rr(self) -> Optional[RequestRouter]:
+        return self._rr
 
     @property
     def client(self):
@@ -70,14 +94,41 @@ class Proxy:
                                              limits=limits)
         return self._client
 
-    def target(self, path: str, query: str = "") -> str:
-        rest = path[3:] if path == "/v1" or path.startswith("/v1/") else path
-        return f"{self.upstream}{rest}" + (f"?{query}" if query else "")
+    # -- start-up: the port is bound before this runs; the router loads in a thread
+    def start_loading(self) -> None:
+        if self._rr is not None:
+            if self.on_ready:
+                self.on_ready()
+            return
+        self._loading = asyncio.ensure_future(asyncio.to_thread(self._load))
+
+    def _load(self) -> None:
+        try:
+            self._rr = self._loader()
+            self.k = self._rr.k
+            self.state = "ok"
+            if self.on_ready:
+                self.on_ready()
+        except Exception as exc:  # said once, on one line, by the command; /healthz says "failed"
+            self.state, self.load_error = "failed", self.up.redact(exc)
+            if self.on_failed:
+                self.on_failed(self.load_error)
+
+    async def request_router(self) -> RequestRouter:
+        """The request router, once loaded (requests that arrive while it loads wait for it)."""
+        if self._rr is None and self._loading is not None:
+            await asyncio.shield(self._loading)
+        if self._rr is None:
+            raise MiddlewareError(f"the proxy could not start: {self.load_error or 'still loading'}")
+        return self._rr
 
     # -- auth and headers
-    def auth(self, request) -> tuple[Any, dict[str, str]]:
+    def authorized(self, request) -> bool:
+        return self.auth(request)[0] is None
+
+    def auth(self, request, api: Api = CHAT) -> tuple[Any, dict[str, str]]:
         """(error response or None, headers to send upstream)."""
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        headers = request_headers(request.headers.items())
         if not self.api_key:
             return None, headers
         given = request.headers.get("x-toolsift-key")
@@ -87,15 +138,20 @@ class Proxy:
             headers.pop("authorization", None)  # it was the proxy's key: never send it upstream
             if os.environ.get("TOOLSIFT_UPSTREAM_API_KEY"):
                 headers["authorization"] = f"Bearer {os.environ['TOOLSIFT_UPSTREAM_API_KEY']}"
+        elif given is None and request.headers.get("x-api-key"):  # an Anthropic client's key
+            given = request.headers["x-api-key"]
+            headers.pop("x-api-key", None)
+            if os.environ.get("TOOLSIFT_UPSTREAM_API_KEY"):
+                headers["x-api-key"] = os.environ["TOOLSIFT_UPSTREAM_API_KEY"]
         if given is None or not hmac.compare_digest(given.encode(), self.api_key.encode()):
             return _error(401, "missing or wrong toolsift proxy key (send it as 'Authorization: Bearer KEY' "
-                          "or 'X-Toolsift-Key: KEY')", "invalid_api_key"), headers
+                          "or 'X-Toolsift-Key: KEY')", "invalid_api_key", api), headers
         return None, headers
 
     def log_line(self, rec: dict) -> None:
         log.info(json.dumps(rec, ensure_ascii=False, default=str))
 
-    def finish(self, rec: dict, t0: float, status: int, ex: Exchange | None) -> None:
+    def finish(self, rec: dict, t0: float, status: int, ex: Optional[Exchange]) -> None:
         routed = ex.routed if ex else None
         verdicts = [c.verdict.verdict for c in ex.checks] if ex else []
         ms = (time.perf_counter() - t0) * 1000
@@ -106,49 +162,89 @@ class Proxy:
             rec.update(upstream_ms=round(ex.upstream_ms, 2), own_ms=round(own, 2))
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
-                       selected=[s["name"] for s in routed.selected][:32])
+                       route=routed.status, selected=[s["name"] for s in routed.selected][:32])
         if self.log_content and ex is not None:
-            rec.update(messages=ex.request.get("messages") if isinstance(ex.request, dict) else None,
-                       answer=[c.get("message") for c in (ex.response or {}).get("choices") or []]
-                       if isinstance(ex.response, dict) else None)
+            rec.update(messages=ex.request.get("messages", ex.request.get("input"))
+                       if isinstance(ex.request, dict) else None,
+                       answer=_answer_of(ex.response))
         self.metrics.record(status, ms, rec.get("tools_in", 0), rec.get("tools_out", 0), verdicts, rec["repairs"],
-                            own if status == 200 else None)
+                            own if status == 200 else None, api=rec.get("api", "chat"))
         self.log_line(rec)
 
     def toolsift_headers(self, ex: Exchange, with_verdicts: bool = True) -> dict[str, str]:
-        h = {"x-toolsift-selected": ex.routed.header()} if ex.routed else {}
+        h = {"x-toolsift-selected": ex.routed.header(), "x-toolsift-route": ex.routed.route_header()} \
+            if ex.routed else {}
         if with_verdicts:
             h["x-toolsift-verdicts"] = verdicts_header(ex.checks)
             h["x-toolsift-repairs"] = str(ex.repairs)
         return h
 
-    # -- handlers
-    async def chat(self, request):
-        from starlette.concurrency import run_in_threadpool
+    async def read_body(self, request) -> bytes:
+        """The body, refused (`_TooLarge`) as soon as it passes the limit: by its declared length
+        before reading, else while it streams in (a chunked upload declares none)."""
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _TooLarge()
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _TooLarge()
+            chunks.append(chunk)
+        return b"".join(chunks)
 
-        t0, rec, ex, status = time.perf_counter(), {"path": request.url.path, "method": "POST"}, None, 500
+    def parse(self, raw: bytes, api: Api, rr: RequestRouter) -> Any:
+        """The request body (ValueError: not JSON; WireError / RequestError: wrong shape or too many tools)."""
+        if api is CHAT:
+            return read_request(raw, max_tools=rr.max_request_tools)
+        import orjson
+
         try:
-            denied, headers = self.auth(request)
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(str(exc)) from None
+        if not isinstance(body, dict):
+            raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
+        tools = body.get("tools")
+        if isinstance(tools, list):
+            from .policy import check_tool_count
+
+            check_tool_count(len(tools), rr.max_request_tools)
+        return body
+
+    # -- handlers
+    async def handle(self, request, api: Api = CHAT):
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import ClientDisconnect
+
+        t0, ex, status = time.perf_counter(), None, 500
+        rec: dict[str, Any] = {"path": request.url.path, "method": "POST", "api": api.name}
+        try:
+            denied, headers = self.auth(request, api)
             if denied is not None:
                 status = 401
                 return denied
+            keep = tuple(n.strip() for n in request.headers.get("x-toolsift-keep", "").split(",") if n.strip())
             t_body = time.perf_counter()
-            raw = await request.body()
-            rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
             try:
-                body = read_request(raw)
+                raw = await self.read_body(request)
+            except _TooLarge:
+                status = 413
+                return _error(413, f"request body is over the proxy's limit of {self.max_body_bytes / 2**20:g} MB "
+                              "(--max-body-mb)", "request_too_large", api)
+            rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
+            rr = await self.request_router()
+            try:
+                body = self.parse(raw, api, rr)
             except ValueError as exc:
                 status = 400
-                return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error")
-            except WireError as exc:
-                status = 400
-                return _error(400, str(exc), "invalid_request_error")
-            ex = Exchange(self.rr, body, self.mode, self.max_repairs)
+                return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, memory=self.memory)
             try:
                 send = await run_in_threadpool(ex.start)
             except RequestError as exc:
                 status = 400
-                return _error(400, str(exc), "invalid_request_error")
+                return _error(400, str(exc), "invalid_request_error", api)
             rec.update(model=body.get("model"), stream=bool(send.get("stream")))
             if send.get("stream"):
                 resp = await self.stream(send, headers, ex, rec, t0)
@@ -157,113 +253,73 @@ class Proxy:
             resp = await self.complete(send, headers, ex)
             status = resp.status_code
             return resp
+        except ClientDisconnect:  # the client hung up: nobody to answer, nothing broke
+            status, rec["error"] = 499, "client closed the connection"
+            from fastapi.responses import Response
+
+            return Response(status_code=499)
+        except (RequestError, WireError) as exc:
+            status = 400
+            return _error(400, str(exc), "invalid_request_error", api)
         except ToolsiftError as exc:
             status = 500
-            return _error(500, f"toolsift: {exc}")
+            return _error(500, f"toolsift: {self.up.redact(exc)}", api=api)
         except Exception as exc:  # never take the server down; say what broke
             log.exception("toolsift proxy: unexpected error")
             status = 500
-            return _error(500, f"toolsift internal error: {type(exc).__name__}: {exc}")
+            return _error(500, f"toolsift internal error: {type(exc).__name__}: {self.up.redact(exc)}", api=api)
         finally:
             if status != -1:
                 self.finish(rec, t0, status, ex)
 
-    async def post_upstream(self, body: dict, headers: dict[str, str], stream: bool = False):
+    async def post_upstream(self, api: Api, body: dict, headers: dict[str, str], stream: bool = False):
         """(httpx response, None) or (None, error response) for timeouts / unreachable upstreams."""
         import httpx
 
-        req = self.client.build_request("POST", self.target("/v1/chat/completions"), headers=headers,
+        req = self.client.build_request("POST", self.up.target(_PATHS[api]), headers=headers,
                                         content=json.dumps(body).encode())
         try:
             return await self.client.send(req, stream=stream), None
         except httpx.TimeoutException:
-            return None, _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
+            return None, _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout", api)
         except httpx.TransportError as exc:
-            return None, _error(502, f"upstream unreachable: {type(exc).__name__}: {exc}", "upstream_unreachable")
+            return None, _error(502, f"upstream unreachable: {type(exc).__name__}: {self.up.redact(exc)}",
+                                "upstream_unreachable", api)
 
     async def complete(self, send: dict, headers: dict[str, str], ex: Exchange):
-        from fastapi.responses import JSONResponse, Response
+        from fastapi.responses import Response
         from starlette.concurrency import run_in_threadpool
 
+        last = None
         while send is not None:
             t_up = time.perf_counter()
-            r, err = await self.post_upstream(send, headers)
+            r, err = await self.post_upstream(ex.api, send, headers)
             ex.upstream_ms += (time.perf_counter() - t_up) * 1000
             if err is not None:
+                err.headers.update(self.toolsift_headers(ex, False))
                 return err
-            if r.status_code != 200:  # the upstream's own error, as it sent it
-                return Response(r.content, status_code=r.status_code, headers=self.toolsift_headers(ex, False),
-                                media_type=r.headers.get("content-type", "application/json"))
+            if r.status_code != 200:  # the upstream's own error, as it sent it, with its headers
+                return Response(r.content, status_code=r.status_code,
+                                headers={**response_headers(r.headers), **self.toolsift_headers(ex, False)})
             try:
                 data = r.json()
             except ValueError:
                 return _error(502, f"upstream answered {len(r.content)} bytes that are not JSON "
-                              f"(content-type {r.headers.get('content-type')!r})", "upstream_bad_response")
+                              f"(content-type {r.headers.get('content-type')!r})", "upstream_bad_response", ex.api)
             if not isinstance(data, dict):
-                return _error(502, "upstream answer is JSON but not an object", "upstream_bad_response")
+                return _error(502, "upstream answer is JSON but not an object", "upstream_bad_response", ex.api)
+            last = r
             send = await run_in_threadpool(ex.feed, data)
+        if ex.api is RESPONSES:
+            self.memory.remember(ex.routed.body, ex.response)
         if self.mode == "reject" and ex.failed:
             return _error(422, "toolsift rejected the model's tool calls: "
                           + "; ".join(f"{c.verdict.verdict}" for c in ex.checks if not c.verdict.ok),
-                          "hallucinated_call", verdicts=[c.to_dict() for c in ex.checks])
-        return JSONResponse(ex.response, headers=self.toolsift_headers(ex))
-
-    async def stream(self, send: dict, headers: dict[str, str], ex: Exchange, rec: dict, t0: float):
-        from fastapi.responses import Response, StreamingResponse
-
-        r, err = await self.post_upstream(send, headers, stream=True)
-        if err is not None:
-            return err
-        if r.status_code != 200:
-            content = await r.aread()
-            await r.aclose()
-            return Response(content, status_code=r.status_code, headers=self.toolsift_headers(ex, False),
-                            media_type=r.headers.get("content-type", "application/json"))
-        return StreamingResponse(self._relay(r, ex, rec, t0), media_type="text/event-stream",
-                                 headers={**self.toolsift_headers(ex, False), "cache-control": "no-cache"})
-
-    async def _relay(self, r, ex: Exchange, rec: dict, t0: float):
-        import httpx
-
-        asm, done = StreamAssembler(), False
-        try:
-            async for line in r.aiter_lines():
-                if line.startswith("data:"):
-                    payload = line[5:].strip()
-                    if payload == "[DONE]":
-                        done = True
-                        yield self._verdict_comment(ex, asm)
-                    else:
-                        try:
-                            asm.feed(json.loads(payload))
-                        except ValueError:
-                            pass  # not ours to judge; the client sees it as sent
-                yield (line + "\n").encode()
-            if not done:
-                yield self._verdict_comment(ex, asm)
-        except httpx.TimeoutException:
-            rec["error"] = "upstream timeout mid-stream"
-            yield _sse_error(f"upstream stopped sending for {self.timeout:g} s", "upstream_timeout")
-        except httpx.TransportError as exc:
-            rec["error"] = f"upstream connection lost mid-stream: {type(exc).__name__}"
-            yield _sse_error(rec["error"], "upstream_unreachable")
-        finally:
-            # sync work first: a client that hangs up after [DONE] cancels this generator at its next await
-            if not ex.checks and asm.choices:
-                self._check_stream(ex, asm)
-            self.finish(rec, t0, 200, ex)
-            await r.aclose()
-
-    def _check_stream(self, ex: Exchange, asm: StreamAssembler) -> None:
-        ex.response = asm.response()
-        try:
-            ex.checks = check_answer(ex.response, ex.routed)
-        except Exception:  # a checker failure must not break a stream already under way
-            log.exception("toolsift proxy: checking a streamed answer failed")
-
-    def _verdict_comment(self, ex: Exchange, asm: StreamAssembler) -> bytes:
-        self._check_stream(ex, asm)
-        return f": toolsift-verdicts {verdicts_header(ex.checks)}\n\n".encode()
+                          "hallucinated_call", ex.api, headers=self.toolsift_headers(ex),
+                          verdicts=[c.to_dict() for c in ex.checks])
+        # the upstream's own bytes and headers: the proxy adds its headers and changes nothing else
+        return Response(last.content, status_code=200,
+                        headers={**response_headers(last.headers), **self.toolsift_headers(ex)})
 
     async def forward(self, request):
         """Any other path: forwarded unchanged (method, query, body, headers minus hop-by-hop)."""
@@ -272,36 +328,47 @@ class Proxy:
 
         t0 = time.perf_counter()
         denied, headers = self.auth(request)
+        note = {"x-toolsift-route": unrouted_header("not a routed endpoint: forwarded unchanged")}
         if denied is not None:
             resp = denied
         else:
-            req = self.client.build_request(request.method, self.target(request.url.path, request.url.query),
-                                            headers=headers, content=await request.body())
             try:
+                req = self.client.build_request(request.method, self.up.target(request.url.path, request.url.query),
+                                                headers=headers, content=await self.read_body(request))
                 r = await self.client.send(req)
-                keep = {k: v for k, v in r.headers.items() if k.lower() not in _RESP_DROP}
-                resp = Response(r.content, status_code=r.status_code, headers=keep)
+                resp = Response(r.content, status_code=r.status_code, headers={**response_headers(r.headers), **note})
+            except _TooLarge:
+                resp = _error(413, "request body is over the proxy's limit (--max-body-mb)", "request_too_large")
             except httpx.TimeoutException:
                 resp = _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
             except httpx.TransportError as exc:
-                resp = _error(502, f"upstream unreachable: {type(exc).__name__}: {exc}", "upstream_unreachable")
-        # forwarded requests are logged but not counted in /metrics (those are about chat completions)
+                resp = _error(502, f"upstream unreachable: {type(exc).__name__}: {self.up.redact(exc)}",
+                              "upstream_unreachable")
+        # forwarded requests are logged but not counted in /metrics (those are about routed requests)
         self.log_line({"path": request.url.path, "method": request.method, "forwarded": True,
                        "status": resp.status_code, "ms": round((time.perf_counter() - t0) * 1000, 2)})
         return resp
 
 
-def _sse_error(message: str, kind: str) -> bytes:
-    return f"data: {json.dumps({'error': {'message': message, 'type': kind, 'code': kind}})}\n\n".encode()
+def _answer_of(response: Any) -> Any:
+    if not isinstance(response, dict):
+        return None
+    if "choices" in response:
+        return [c.get("message") for c in response.get("choices") or []]
+    return response.get("output", response.get("content"))
 
 
 def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate",
-               max_repairs: int = 2, api_key: str | None = None, log_content: bool = False, timeout: float = 60.0,
-               pinned: tuple[str, ...] = (), token_budget: int | None = None, method: str = "hybrid",
-               request_router: RequestRouter | None = None, max_body_mb: float = 64.0, model: str | None = None):
-    """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. Request bodies over
-    ``max_body_mb`` are refused with 413 before they are read into memory. ``model``: the
-    embedding model for tool lists that come with requests (default: the catalog's, else MiniLM)."""
+               max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False, timeout: float = 60.0,
+               pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
+               request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
+               model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
+               loader: Optional[Callable[[], RequestRouter]] = None):
+    """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
+    catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
+    are refused with 413. ``model``: the embedding model for tool lists that come with requests
+    (default: the catalog's, else MiniLM). ``loader``: build the request router in a background
+    thread once the server listens (``/healthz`` says ``starting`` until then; requests wait)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -309,53 +376,61 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         from router.engine import Router
 
         router = Router.open(router)
-    rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method,
-                                         model=model)
+    extra = {"max_request_tools": max_request_tools} if max_request_tools else {}
+    if loader is None:
+        rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method,
+                                             model=model, inject=inject, **extra)
+    else:
+        rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
-                  log_content=log_content, timeout=timeout)
+                  log_content=log_content, timeout=timeout, max_body_bytes=int(max_body_mb * 2**20), loader=loader,
+                  k=k)
+
     @asynccontextmanager
     async def lifespan(app):
+        from starlette.concurrency import run_in_threadpool
+
+        proxy.client  # noqa: B018 - the upstream client (its TLS context), the worker threads and the
+        await run_in_threadpool(warm_up_request_path)  # modules are made now, not on the first request
+        proxy.start_loading()
         yield
         if proxy._client is not None:
             await proxy._client.aclose()
 
-    app = FastAPI(title="toolsift proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan,
-                  max_body_size=int(max_body_mb * 2**20))
+    app = FastAPI(title="toolsift proxy", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.proxy = proxy
 
     @app.get("/healthz")
-    async def healthz():
-        return {"status": "ok", "upstream": proxy.upstream, "k": rr.k, "on_hallucination": proxy.mode,
-                "catalog": rr.router is not None}
+    async def healthz(request: Request):
+        # no key set: anyone who reaches the proxy may use it, so its settings are no secret (the
+        # upstream only without credentials); with a key, unauthenticated callers see the status only
+        body: dict[str, Any] = {"status": proxy.state}
+        if not proxy.api_key or proxy.authorized(request):
+            body.update(upstream=proxy.upstream, k=proxy.k, on_hallucination=proxy.mode,
+                        catalog=bool(proxy.rr is not None and proxy.rr.router is not None))
+        return JSONResponse(body, status_code=200 if proxy.state == "ok" else 503)
 
     @app.get("/metrics")
     async def metrics(request: Request):
         denied, _ = proxy.auth(request)
         if denied is not None:
             return denied
+        caches = {**proxy.rr.cache_stats(), "responses": proxy.memory.stats()} if proxy.rr else {}
         if request.query_params.get("format") == "json":
-            return JSONResponse(proxy.metrics.snapshot())
-        return PlainTextResponse(proxy.metrics.prometheus())
+            return JSONResponse({**proxy.metrics.snapshot(), "caches": caches})
+        return PlainTextResponse(proxy.metrics.prometheus(caches))
 
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request):
-        return await proxy.chat(request)
+    def routed(api: Api):
+        async def handler(request: Request):
+            return await proxy.handle(request, api)
+        return handler
+
+    for api in (CHAT, RESPONSES, MESSAGES):
+        for prefix in ("/v1", ""):  # base URLs with or without /v1 both work
+            app.add_api_route(prefix + _PATHS[api], routed(api), methods=["POST"], include_in_schema=False)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def forward(request: Request, path: str):
         return await proxy.forward(request)
 
     return app
-
-
-def serve(app: Any, host: str = "127.0.0.1", port: int = 8808) -> None:
-    """Run the proxy in the foreground until interrupted; one JSON log line per request on stderr."""
-    import uvicorn
-
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    gc.freeze()  # the catalog and indexes live as long as the server: keep them out of every GC pass
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

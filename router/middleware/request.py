@@ -4,28 +4,38 @@ One Chat Completions request body goes in; out comes the body to send upstream w
 the relevant tools (the caller's exact tool dicts, in the caller's order). Checking the
 answer and repairing it is `router.exchange`.
 
-Rules (from what users of tool routers keep asking for):
-- never drop a tool silently: tools the catalog does not know are ranked too (an in-memory
-  router per distinct tool set), and a model calling a tool that routing left out gets it
-  back on the repair turn;
-- never break ``tool_choice``: a tool it names is always kept, as are pinned tools and tools
-  the conversation already called (which also keeps the tool set stable across turns);
-- at most 128 tools (the Chat Completions limit) and at most ``token_budget`` tokens of tools.
+Rules (from what users of tool routers keep asking for, and issue 13's four frameworks):
+- never add a tool the request did not bring, unless asked (``inject=True``): an agent that
+  gets a catalog tool it never defined fails on the call (openai-agents, pydantic-ai, LangChain);
+- never drop a tool the agent needs to finish: a tool ``tool_choice`` names, pinned tools, tools
+  the conversation already called (which also keeps the tool set stable across turns), tools the
+  request marks itself (``x-toolsift-keep``), and the frameworks' control tools (`CONTROL_TOOLS`:
+  smolagents' ``final_answer`` ends its loop, pydantic-ai's ``final_result*`` carries the output);
+- a request with at most k tools gets them all; a request with more gets them ranked, and tools
+  the catalog does not know are ranked too (an in-memory router per distinct tool set); a model
+  calling a tool that routing left out gets it back on the repair turn;
+- at most 128 tools (the Chat Completions limit) and at most ``token_budget`` tokens of tools;
+- every decision is said: ``RoutedRequest.status`` / ``route_header()``, and a reason per tool.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from apidb.names import unique_names
 from apidb.record import canonical_json
 
 from .errors import RequestError
+from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names,
+                     rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
+from .tool_cache import RouterCache, VectorCache
+
+__all__ = ["CONTROL_TOOLS", "MAX_TOOLS", "RequestRouter", "RoutedRequest", "as_dict", "capped_json", "tool_name",
+           "validate_body", "forced_names"]
 
 MAX_TOOLS = 128
 HEADER_LIMIT = 4096  # bytes per x-toolsift-* header; proxies and servers reject huge headers
@@ -48,72 +58,6 @@ def _description(tools: Sequence[dict], i: int) -> str:
     return ((tools[i].get("function") or {}).get("description") or "").strip()
 
 
-def tool_name(tool: Any) -> str | None:
-    fn = tool.get("function") if isinstance(tool, dict) else None
-    name = fn.get("name") if isinstance(fn, dict) else None
-    return name if isinstance(name, str) else None
-
-
-# ------------------------------------------------------------------ validation
-
-def validate_body(body: Any) -> list[str]:
-    """The request's tool names (one pass over a possibly 2k-tool list), or a RequestError
-    saying exactly what is wrong with the body."""
-    if not isinstance(body, dict):
-        raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise RequestError("'messages' must be a non-empty list")
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise RequestError(f"messages[{i}] must be an object with a string 'role'")
-    tools = body.get("tools")
-    if tools is None:
-        return []
-    if isinstance(tools, ToolList):  # read from the wire: each tool's shape is already checked
-        return _unique(tools.names)
-    if not isinstance(tools, list):
-        raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
-    names = []
-    for i, t in enumerate(tools):
-        try:
-            name = t["function"]["name"]
-            ok = t.get("type", "function") == "function" and isinstance(name, str) and name
-        except (TypeError, KeyError, AttributeError):
-            ok = False
-        if not ok:
-            raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
-        names.append(name)
-    return _unique(names)
-
-
-def _unique(names: list[str]) -> list[str]:
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise RequestError(f"two tools are named {dup!r}; tool names must be unique in a request")
-    return names
-
-
-def forced_names(body: dict, pinned: Iterable[str]) -> dict[str, str]:
-    """Tool names that must be offered, with why: tool_choice, pinned, already called."""
-    out: dict[str, str] = {}
-    for m in body.get("messages", []):
-        calls = m.get("tool_calls") if m.get("role") == "assistant" else None
-        for call in calls if isinstance(calls, list) else []:
-            name = tool_name(call) if isinstance(call, dict) else None
-            if name:
-                out.setdefault(name, "history")
-    for name in pinned:
-        out[name] = "pinned"
-    choice = body.get("tool_choice")
-    if isinstance(choice, dict):
-        named = [choice] if tool_name(choice) else (choice.get("allowed_tools") or {}).get("tools") or []
-        for t in named:
-            if tool_name(t):
-                out[tool_name(t)] = "tool_choice"
-    return out
-
-
 # ------------------------------------------------------------------ routing
 
 def tool_set_key(tools: Sequence[dict]) -> str:
@@ -131,6 +75,16 @@ def tool_set_key(tools: Sequence[dict]) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
+# What routing did with a request (the first word of ``x-toolsift-route``).
+STATUSES = {
+    "routed": "more tools than k: the top k ranked, plus the tools that are always kept",
+    "all": "at most k tools (or nothing to cut): all passed",
+    "none": "the request brought no tools and none were added",
+    "injected": "the request brought no tools; catalog tools were added (inject on)",
+    "unrouted": "passed through without routing (the reason follows)",
+}
+
+
 @dataclass
 class RoutedRequest:
     body: dict                      # what goes upstream
@@ -141,9 +95,30 @@ class RoutedRequest:
     tools_out: int
     injected: bool = False
     budget_exceeded: bool = False
+    status: str = "routed"          # a key of STATUSES
+    k: int = 0
+    extra: dict = field(default_factory=dict)  # e.g. built-in tools passed untouched (Responses, Messages)
 
     def header(self) -> str:
         return capped_json(self.selected, lambda s: s["name"])
+
+    def route_header(self) -> str:
+        """``x-toolsift-route``: ``STATUS; in=N; out=N; k=N[; kept=REASON:N,...][; note="..."]``."""
+        parts = [self.status, f"in={self.tools_in}", f"out={self.tools_out}", f"k={self.k}"]
+        kept: dict[str, int] = {}
+        for s in self.selected:
+            if s["reason"] not in ("ranked", "all"):
+                kept[s["reason"]] = kept.get(s["reason"], 0) + 1
+        if kept:
+            parts.append("kept=" + ",".join(f"{r}:{n}" for r, n in sorted(kept.items())))
+        for key, value in self.extra.items():
+            parts.append(f"{key}={value}")
+        return "; ".join(parts)
+
+
+def unrouted_header(reason: str) -> str:
+    """``x-toolsift-route`` for a request that went upstream untouched, saying why."""
+    return f'unrouted; reason="{reason}"'
 
 
 def capped_json(items: list[dict], short: Any) -> str:
@@ -161,62 +136,90 @@ def capped_json(items: list[dict], short: Any) -> str:
 
 
 class RequestRouter:
-    """Selects tools for one request. ``router`` (a catalog `router.Router`) is optional:
-    with it, tool-less requests get the top-k catalog tools injected."""
+    """Selects tools for one request. ``router`` (a catalog `router.Router`) is optional: with
+    it, requests whose tools are all catalog tools are ranked with the catalog's indexes, and
+    (only with ``inject=True``) tool-less requests get the top-k catalog tools added."""
 
     def __init__(self, router: Any = None, *, k: int = 5, pinned: Iterable[str] = (), token_budget: int | None = None,
                  method: str = "hybrid", model: str | None = None, cache_dir: str | None = None,
-                 max_tools: int = MAX_TOOLS, inject: bool = True, cache_size: int = 16) -> None:
+                 max_tools: int = MAX_TOOLS, inject: bool = False, cache_size: int = 16,
+                 control_tools: Sequence[str] = CONTROL_TOOLS, max_request_tools: int = MAX_REQUEST_TOOLS,
+                 cache_tools: int = 50_000, vector_cache_mb: float = 64.0) -> None:
         if k < 1:
             raise RequestError(f"k must be at least 1, got {k}")
         self.router, self.k, self.pinned = router, k, tuple(pinned)
         self.token_budget, self.method, self.model, self.cache_dir = token_budget, method, model, cache_dir
         self.max_tools, self.inject = min(max_tools, MAX_TOOLS), inject
-        self._cache: OrderedDict[str, tuple[Any, dict[str, int]]] = OrderedDict()
-        self._cache_size = cache_size
+        self.control_tools, self.max_request_tools = tuple(control_tools), max_request_tools
+        self.routers = RouterCache(cache_size, cache_tools)
+        self.vectors = VectorCache(int(vector_cache_mb * 2**20))
         self._lock = threading.Lock()
-        self._building: dict[str, threading.Lock] = {}
         self._names: dict[str, set[str]] | None = None
+        self._embedders: dict[str, Any] = {}
 
     # -- public
-    def route(self, body: Any) -> RoutedRequest:
+    def route(self, body: Any, keep: Iterable[str] = ()) -> RoutedRequest:
+        """The body to send upstream and what was kept and why. ``keep``: tool names the request
+        itself marks as needed (the proxy's ``x-toolsift-keep`` header)."""
+        if isinstance(body, dict) and isinstance(body.get("tools"), Sequence):
+            check_tool_count(len(body["tools"]), self.max_request_tools)  # before any per-tool work
         names = validate_body(body)
         tools = body.get("tools") or []
         if not tools:
             return self._inject(body)
-        forced = forced_names(body, self.pinned)
-        keep: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
+        forced = forced_names(body, self.pinned, names, self.control_tools, keep)
+        keep_at: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
+        status = "routed"
         if len(tools) <= self.k and len(tools) <= self.max_tools:
-            ranked = [(i, None) for i in range(len(tools)) if i not in keep]
+            ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
+        elif len(tools) - len(keep_at) <= self.k:  # nothing left to cut once the kept tools are set aside
+            ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
         else:
-            ranked = [(i, s) for i, s in self._rank(tools, names, body["messages"], self.k + len(keep))
-                      if i not in keep]
+            rankable_messages(body["messages"])
+            ranked = [(i, s) for i, s in self._rank(tools, names, body["messages"], self.k + len(keep_at))
+                      if i not in keep_at]
         if len(ranked) < self.k:  # nothing matched (BM25 on "do it"): fill in caller order, never offer 0
             seen = {i for i, _ in ranked}
-            ranked += [(i, None) for i in range(len(tools)) if i not in keep and i not in seen][: self.k - len(ranked)]
+            ranked += [(i, None) for i in range(len(tools)) if i not in keep_at and i not in seen][: self.k - len(ranked)]
         for i, sel in ranked[: self.k]:
-            keep[i] = {"name": names[i], "reason": "ranked" if sel else "all",
-                       **({"score": round(float(sel.score), 4)} if sel else {})}
-        chosen, over = self._fit(keep, tools)
+            keep_at[i] = {"name": names[i], "reason": "ranked" if sel else "all",
+                          **({"score": round(float(sel.score), 4)} if sel else {})}
+        chosen, over = self._fit(keep_at, tools)
         offered = [tools[i] for i in sorted(chosen)]
         out = dict(body, tools=offered)
-        return RoutedRequest(out, offered, tools, [keep[i] for i in chosen], len(tools), len(offered),
-                             budget_exceeded=over)
+        if status == "routed" and len(offered) == len(tools):
+            status = "all"
+        return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
+                             budget_exceeded=over, status=status, k=self.k)
+
+    def pass_through(self, body: dict, reason: str) -> RoutedRequest:
+        """Every tool as sent, saying why the request was not routed (``x-toolsift-route: unrouted``)."""
+        tools = body.get("tools") or []
+        names = validate_body(body)
+        selected = [{"name": n, "reason": "all"} for n in names]
+        return RoutedRequest(body, list(tools), tools, selected, len(tools), len(tools), status="unrouted", k=self.k,
+                             extra={"reason": json.dumps(reason)})
+
+    def cache_stats(self) -> dict[str, dict]:
+        """Hit / miss / size counters of the per-tool-list caches (the proxy's /metrics)."""
+        return {"routers": self.routers.stats(), "vectors": self.vectors.stats()}
 
     # -- internals
-    def _fit(self, keep: dict[int, dict], tools: list[dict]) -> tuple[list[int], bool]:
-        """Forced tools first (always), then ranked ones while under 128 tools and the token budget."""
+    def _fit(self, keep: dict[int, dict], tools: Sequence[dict]) -> tuple[list[int], bool]:
+        """Must-keep tools first (always), then tools already called, then ranked ones while under
+        128 tools and the token budget."""
         from router.tokens import tool_tokens
 
-        # must-keep (pinned, tool_choice), then tools already called (history), then ranked ones
-        order = sorted(keep, key=lambda i: {"pinned": 0, "tool_choice": 0, "history": 1}.get(keep[i]["reason"], 2))
+        order = sorted(keep, key=lambda i: 0 if keep[i]["reason"] in MUST_KEEP else
+                       1 if keep[i]["reason"] == "history" else 2)
         chosen, used, over = [], 0, False
         for i in order:
-            forced = keep[i]["reason"] in ("pinned", "tool_choice")
+            forced = keep[i]["reason"] in MUST_KEEP
             cost = tool_tokens(tools[i]) if self.token_budget is not None else 0
             if forced:
                 if len(chosen) >= MAX_TOOLS:
-                    raise RequestError(f"more than {MAX_TOOLS} tools are pinned or named by tool_choice")
+                    raise RequestError(f"more than {MAX_TOOLS} tools must be kept (pinned, named by tool_choice, "
+                                       "marked by the request or a framework's control tools)")
             elif len(chosen) >= self.max_tools or (self.token_budget is not None and used + cost > self.token_budget):
                 continue
             chosen.append(i)
@@ -226,8 +229,10 @@ class RequestRouter:
         return chosen, over
 
     def _inject(self, body: dict) -> RoutedRequest:
+        none = RoutedRequest(body, [], [], [], 0, 0, status="none", k=self.k)
         if not (self.inject and self.router is not None) or body.get("tool_choice") == "none":
-            return RoutedRequest(body, [], [], [], 0, 0)
+            return none
+        rankable_messages(body["messages"])
         self._catalog_ids([], [])  # builds the name map
         pins = [p for p in self.pinned if p in self._names or self.router.get(p) is not None]
         sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
@@ -237,21 +242,23 @@ class RequestRouter:
         for s, name in zip(sels, unique_names([s.record for s in sels])):
             offered.append(s.record.to_openai_tool(name=name))
             selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
-        out = dict(body, tools=offered) if offered else body
-        return RoutedRequest(out, offered, [], selected, 0, len(offered), injected=bool(offered))
+        if not offered:
+            return none
+        return RoutedRequest(dict(body, tools=offered), offered, [], selected, 0, len(offered), injected=True,
+                             status="injected", k=self.k)
 
-    def _rank(self, tools: list[dict], names: list[str], messages: list[dict], n: int) -> list[tuple[int, Any]]:
+    def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict], n: int) -> list[tuple[int, Any]]:
         query, k = messages, min(n, len(tools))
         ids = self._catalog_ids(tools, names)
         if ids is not None:  # every tool is a catalog tool: rank with the catalog's persisted indexes
             pos = {rid: i for i, rid in enumerate(ids)}
             sels = self.router.select(query, k=k, method=self.method, candidates=list(pos))
             return [(pos[s.record.id], s) for s in sels]
-        router, index = self._tool_router(tools)
+        router, index = self.routers.get_or_build(tool_set_key(tools), lambda: self._build(tools))
         sels = router.select(query, k=k, method=self.method)
         return [(index[s.record.id], s) for s in sels if s.record.id in index]
 
-    def _catalog_ids(self, tools: list[dict], names: list[str]) -> list[str] | None:
+    def _catalog_ids(self, tools: Sequence[dict], names: list[str]) -> list[str] | None:
         """Catalog record ids of the request's tools, by name; None unless each name is known and unique."""
         if self.router is None:
             return None
@@ -272,30 +279,14 @@ class RequestRouter:
             ids.append(next(iter(hit)))
         return ids if len(set(ids)) == len(ids) else None
 
-    def _tool_router(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:
-        """An in-memory router over exactly this tool set, built once per distinct set (LRU)."""
-        key = tool_set_key(tools)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-            build_lock = self._building.setdefault(key, threading.Lock())
-        with build_lock:  # concurrent first requests with one tool set build it once
-            with self._lock:
-                if key in self._cache:
-                    return self._cache[key]
-            entry = self._build(tools)
-            with self._lock:
-                self._cache[key] = entry
-                self._building.pop(key, None)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return entry
-
     def _build(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:
+        """An in-memory router over exactly this tool set. Its vectors come from the bounded
+        `VectorCache` (never the on-disk embedding cache: see tool_cache.py)."""
         from apidb.errors import LoadError
         from apidb.loaders.openai import records_from_openai_tools
 
+        from router import text as rtext
+        from router.dense import DenseIndex
         from router.engine import Router
 
         try:
@@ -303,7 +294,19 @@ class RequestRouter:
         except LoadError as exc:
             raise RequestError(str(exc)) from exc
         index = {r.id: i for i, r in enumerate(records)}
-        if self.router is not None and not (self.model or self.cache_dir):
-            return self.router.with_records(records), index  # the catalog's model and embedding cache
-        kwargs = {"cache_dir": self.cache_dir} if self.cache_dir else {}
-        return Router.from_records(records, model=self.model, **kwargs), index
+        model = self.model or (self.router.model_id if self.router is not None else None)
+        config = self.router.config if self.router is not None and not self.model else None
+        if self.method == "bm25":
+            return Router(records, model=model, config=config, dense_enabled=False), index
+        vecs = self.vectors.vectors(self._embedder(model), [rtext.embedding_key(r) for r in records],
+                                    lambda i: rtext.record_passage(records[i]))
+        return Router(records, model=model, config=config, dense=DenseIndex(vecs)), index
+
+    def _embedder(self, model: str | None) -> Any:
+        from router.dense import DEFAULT_MODEL, Embedder
+
+        key = model or DEFAULT_MODEL
+        with self._lock:
+            if key not in self._embedders:
+                self._embedders[key] = Embedder(key)
+            return self._embedders[key]

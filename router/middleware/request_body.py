@@ -73,11 +73,12 @@ class ToolList(Sequence):
         return (self[i] for i in range(len(self)))
 
 
-def read_request(raw: bytes) -> dict:
+def read_request(raw: bytes, max_tools: int | None = None) -> dict:
     """The body as a dict whose ``tools`` (when a non-empty list of tools) is a `ToolList`.
 
     Raises ValueError for bytes that are not JSON, WireError for a tool list of the wrong shape
-    (the same messages the router's own validation gives for parsed bodies).
+    (the same messages the router's own validation gives for parsed bodies) or of more than
+    ``max_tools`` tools (counted before any tool is looked at).
     """
     try:
         top = _TOP.decode(raw)
@@ -87,17 +88,19 @@ def read_request(raw: bytes) -> dict:
         raise ValueError(str(exc)) from None
     body = {k: msgspec.json.decode(v) for k, v in top.items() if k != "tools"}
     if "tools" in top:
-        body["tools"] = _tools(bytes(top["tools"]))
+        body["tools"] = _tools(bytes(top["tools"]), max_tools)
     return body
 
 
-def _tools(raw: bytes) -> Any:
+def _tools(raw: bytes, max_tools: int | None = None) -> Any:
     try:
         raws = _RAW_LIST.decode(raw)
     except msgspec.ValidationError:  # not a list: the router's validation says so
         return msgspec.json.decode(raw)
     if not raws:
         return []
+    if max_tools is not None and len(raws) > max_tools:
+        raise WireError(f"the request brings {len(raws):,} tools; at most {max_tools:,} are accepted per request")
     try:  # one typed pass checks every tool's shape; only a bad list is walked again, for the index
         heads = _HEADS.decode(raw)
     except msgspec.ValidationError:

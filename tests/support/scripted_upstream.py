@@ -19,15 +19,22 @@ API
     ``up.chat_requests``  the JSON bodies of the ``POST /v1/chat/completions`` requests only.
     ``up.push(*items)`` / ``up.set_script(items)`` / ``up.clear()``  change the script / forget requests.
 
-The script is a list consumed one item per chat-completions request, or one callable used for
-every request. When a list runs out the server answers 500 ``script exhausted`` (or repeats the
+``POST /v1/chat/completions``, ``/v1/responses`` and ``/v1/messages`` (Anthropic) are answered
+from the script; the Responses and Messages wire formats (answers and their SSE event streams)
+are built by tests/support/scripted_apis.py. Every answer carries an ``x-request-id`` header.
+
+The script is a list consumed one item per request, or one callable used for every request
+(``fn(request_json)`` or ``fn(request_json, api)`` with api "chat" | "responses" | "messages"). When a list runs out the server answers 500 ``script exhausted`` (or repeats the
 last item with ``repeat_last=True``). An item is one of:
 
 - a ``dict``: the JSON answer, usually built with ``completion(...)``; when the request had
   ``"stream": true`` it is converted to Chat Completions SSE chunks (role chunk, content pieces,
   tool-call deltas — id/name first, then argument fragments —, a final ``finish_reason`` chunk,
   ``data: [DONE]``), each chunk flushed separately, ``chunk_delay`` seconds apart;
-- ``error(status, body=None)``: that HTTP status with an OpenAI-style error body;
+- ``error(status, body=None, headers=None)``: that HTTP status with an OpenAI-style error body
+  (or ``body``) and extra response headers;
+- a Responses ``response`` object / a Messages ``message`` object (scripted_apis.py): as JSON,
+  or as that API's SSE events when the request streams;
 - ``slow(seconds, then)``: wait, then answer ``then`` (for client/proxy timeouts);
 - ``garbage(body=b"...", status=200)``: a body that is not valid JSON;
 - ``raw_stream(lines)``: exactly these SSE ``data:`` payloads (str or dict), then ``[DONE]``;
@@ -57,6 +64,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 _ids = itertools.count(1)
+# The POST endpoints the server answers, by path: Chat Completions, Responses, Messages (Anthropic).
+API_PATHS = {"/v1/chat/completions": "chat", "/v1/responses": "responses", "/v1/messages": "messages"}
 
 
 # ---------------------------------------------------------------- script items
@@ -65,6 +74,7 @@ _ids = itertools.count(1)
 class Error:
     status: int
     body: Any = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,8 +95,10 @@ class RawStream:
     lines: list[Any]
 
 
-def error(status: int, body: Any = None) -> Error:
-    return Error(status, body)
+def error(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Error:
+    """That HTTP status with ``body`` (default: an OpenAI-style error) and extra response headers
+    (e.g. ``{"retry-after": "7"}`` on a 429)."""
+    return Error(status, body, tuple((headers or {}).items()))
 
 
 def slow(seconds: float, then: Any) -> Slow:
@@ -201,7 +213,7 @@ class _State:
     stopping: threading.Event = field(default_factory=threading.Event)
     position: int = 0
 
-    def next_item(self, request_json: dict) -> Any:
+    def next_item(self, request_json: dict, api: str = "chat") -> Any:
         with self.lock:
             script = self.script
             if script is None:
@@ -216,7 +228,12 @@ class _State:
             else:
                 return Error(500, {"error": {"message": "scripted upstream: script exhausted",
                                              "type": "server_error"}})
-        return item(request_json) if callable(item) else item
+        if not callable(item):
+            return item
+        import inspect
+
+        takes_api = len(inspect.signature(item).parameters) >= 2
+        return item(request_json, api) if takes_api else item(request_json)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -253,13 +270,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         rec = self._record()
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        api = API_PATHS.get(self.path.split("?", 1)[0].rstrip("/"))
+        if api is None:
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
             return
         if not isinstance(rec.json, dict):
             self._json(400, {"error": {"message": "body is not a JSON object", "type": "invalid_request_error"}})
             return
-        self._answer(self.server.state.next_item(rec.json), bool(rec.json.get("stream")))
+        self._answer(self.server.state.next_item(rec.json, api), bool(rec.json.get("stream")))
 
     def _answer(self, item: Any, stream: bool) -> None:
         state = self.server.state
@@ -270,21 +288,36 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(item, Error):
             body = item.body if item.body is not None else {
                 "error": {"message": f"scripted upstream error {item.status}", "type": "server_error"}}
-            self._json(item.status, body)
+            self._json(item.status, body, dict(item.headers))
         elif isinstance(item, Garbage):
             self._send(item.status, item.body, item.content_type)
         elif isinstance(item, RawStream):
             self._sse(item.lines)
         elif stream and isinstance(item, dict) and "choices" in item:
             self._sse(completion_to_chunks(item))
+        elif stream and isinstance(item, dict) and item.get("object") == "response":
+            from .scripted_apis import response_to_events
+
+            self._events(response_to_events(item))
+        elif stream and isinstance(item, dict) and item.get("type") == "message":
+            from .scripted_apis import message_to_events
+
+            self._events(message_to_events(item))
         else:
             self._json(200, item)
 
-    def _json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj).encode(), "application/json")
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json", headers)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _request_id(self) -> None:
+        """Every answer carries an ``x-request-id``, as hosted APIs' answers do (header fidelity tests)."""
+        self.send_header("x-request-id", f"req_scripted_{next(_ids)}")
+
+    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        self._request_id()
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
@@ -292,15 +325,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _sse(self, lines: list[Any]) -> None:
         """Chunked transfer: every SSE event is written and flushed on its own."""
+        self._events([(None, line) for line in [*lines, "[DONE]"]])
+
+    def _events(self, events: list[tuple[str | None, Any]]) -> None:
+        """Chunked transfer: every SSE event (``event:`` line when named, ``data:`` line) is
+        written and flushed on its own."""
         self.send_response(200)
+        self._request_id()
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         delay = self.server.state.chunk_delay
-        for line in [*lines, "[DONE]"]:
-            payload = line if isinstance(line, str) else json.dumps(line)
-            self._chunk(f"data: {payload}\n\n".encode())
+        for name, data in events:
+            payload = data if isinstance(data, str) else json.dumps(data)
+            self._chunk((f"event: {name}\n" if name else "").encode() + f"data: {payload}\n\n".encode())
             if delay and self.server.state.stopping.wait(delay):
                 return
         self._chunk(b"")
@@ -377,6 +416,11 @@ class ScriptedUpstream:
     @property
     def count(self) -> int:
         return self._state.count
+
+    def api_requests(self, api: str) -> list[dict]:
+        """The JSON bodies of the POSTs to one API ("chat", "responses", "messages")."""
+        return [r.json for r in self.requests if r.method == "POST" and isinstance(r.json, dict)
+                and API_PATHS.get(r.path.split("?", 1)[0].rstrip("/")) == api]
 
     @property
     def chat_requests(self) -> list[dict]:

@@ -125,7 +125,7 @@ def test_catalog_injection_with_gorilla(gorilla_db):
     from router import Router
 
     with ScriptedUpstream([completion("ok")]) as up:
-        client = wrap(oai(up), router=Router.open(gorilla_db), k=3, method="bm25")
+        client = wrap(oai(up), router=Router.open(gorilla_db), k=3, method="bm25", inject=True)
         resp = client.chat.completions.create(model="m", messages=user("classify sports activities in videos"))
         sent = up.chat_requests[0]["tools"]
         assert resp.toolsift.injected and len(sent) == 3
@@ -147,3 +147,61 @@ def test_real_embedding_model_finds_a_tool_bm25_cannot(tmp_path_factory):
         bm25, hybrid = (offered_names(r) for r in up.chat_requests)
         assert "convert_currency" not in bm25
         assert "convert_currency" in hybrid
+
+
+def test_streams_are_iterators_and_raw_and_stream_helpers_are_routed_and_checked():
+    """Issue 13: next(stream) raised TypeError; with_raw_response.create and the .stream() helper skipped routing."""
+    tools = small_tools()
+    with ScriptedUpstream([GOOD, BAD, GOOD, BAD]) as up:
+        client = wrap(oai(up), k=2, method="bm25")
+        with client.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools,
+                                            stream=True) as stream:
+            first = next(stream)
+            rest = list(stream)
+        assert first.choices[0].delta.role == "assistant" and rest and stream.toolsift.ok
+        raw = client.chat.completions.with_raw_response.create(model="m", messages=user("weather in Oslo"),
+                                                               tools=tools)
+        assert raw.headers["x-request-id"].startswith("req_scripted_")
+        resp = raw.parse()
+        assert resp.toolsift.verdicts[0].verdict == "hallucinated_tool" and resp.toolsift.tools_out == 2
+        with client.chat.completions.stream(model="m", messages=user("weather in Oslo"), tools=tools) as events:
+            kinds = [e.type for e in events]
+        assert "chunk" in kinds and events.toolsift.ok
+        with client.chat.completions.stream(model="m", messages=user("weather in Oslo"), tools=tools) as events:
+            final = events.get_final_completion()
+        assert final.toolsift.verdicts[0].verdict == "hallucinated_tool"
+        assert [len(r["tools"]) for r in up.chat_requests] == [2, 2, 2, 2]  # every path was routed
+
+
+def test_async_streams_raw_and_stream_helper():
+    tools = small_tools()
+
+    async def main(up):
+        client = wrap(oai(up, openai.AsyncOpenAI), k=2, method="bm25", on_hallucination="repair")
+        stream = await client.chat.completions.create(model="m", messages=user("weather"), tools=tools, stream=True)
+        async with stream:
+            first = await stream.__anext__()
+            rest = [c async for c in stream]
+        raw = await client.chat.completions.with_raw_response.create(model="m", messages=user("weather in Oslo"),
+                                                                     tools=tools)
+        resp = raw.parse()  # openai 3.57: sync on the async client too
+        async with client.chat.completions.stream(model="m", messages=user("weather"), tools=tools) as events:
+            final = await events.get_final_completion()
+        return first, rest, stream, resp, final
+
+    with ScriptedUpstream([GOOD, BAD, GOOD, BAD]) as up:
+        first, rest, stream, resp, final = asyncio.run(main(up))
+    assert first.choices and rest and stream.toolsift.ok
+    assert resp.toolsift.repairs == 1 and resp.choices[0].message.tool_calls[0].function.name == "get_weather"
+    assert final.toolsift.verdicts[0].verdict == "hallucinated_tool"  # streamed: annotated, not repaired
+    assert all(len(r["tools"]) == 2 for r in up.chat_requests)
+
+
+def test_no_catalog_tools_without_inject(gorilla_db):
+    from router import Router
+
+    with ScriptedUpstream([completion("ok")]) as up:
+        resp = wrap(oai(up), router=Router.open(gorilla_db), k=3, method="bm25").chat.completions.create(
+            model="m", messages=user("classify sports activities in videos"))
+    assert "tools" not in up.chat_requests[0] and not resp.toolsift.injected
+    assert resp.toolsift.route.startswith("none")

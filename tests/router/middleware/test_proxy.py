@@ -116,7 +116,7 @@ def test_a_follow_up_conversation_routes_like_router_select_on_the_same_messages
 
 def test_catalog_tools_injected_when_request_has_none(stb_router):
     q = stb_dataset().queries[0]
-    with ScriptedUpstream([completion("ok")]) as up, running(up.base_url, stb_router, k=4) as srv:
+    with ScriptedUpstream([completion("ok")]) as up, running(up.base_url, stb_router, k=4, inject=True) as srv:
         raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user(q.text))
         sent = up.chat_requests[0]["tools"]
         assert len(sent) == 4

@@ -1,0 +1,135 @@
+"""What a request must keep, and whether it can be routed at all (shared by every API the
+middleware speaks: Chat Completions, Responses, Messages — each first turned into the Chat
+Completions shape, see `router.middleware.request`).
+"""
+from __future__ import annotations
+
+import fnmatch
+from typing import Any, Iterable, Sequence
+
+from .errors import RequestError
+from .request_body import ToolList
+
+MAX_REQUEST_TOOLS = 20_000  # tools one request may bring (checked before any per-tool work)
+
+# Tools that end or steer a framework's own loop: routing one out means the agent never finishes
+# (issue 13). Shell-style patterns, matched against tool names; documented in docs/middleware.md.
+CONTROL_TOOLS: tuple[str, ...] = (
+    "final_answer",      # smolagents: ToolCallingAgent ends its run by calling it
+    "final_result",      # pydantic-ai: structured output arrives as a call to this tool ...
+    "final_result_*",    # ... or to final_result_<Type> when the output is a union
+    "transfer_to_*",     # OpenAI Agents SDK / Swarm: handoffs to another agent are tools
+)
+# Roles a conversation may hold (Chat Completions; "function" is the legacy tool role).
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+MUST_KEEP = ("pinned", "tool_choice", "request", "control")  # kept even past 128 tools / the token budget
+
+
+def tool_name(tool: Any) -> str | None:
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    return name if isinstance(name, str) else None
+
+
+# ------------------------------------------------------------------ validation
+
+def validate_body(body: Any) -> list[str]:
+    """The request's tool names (one pass over a possibly 2k-tool list), or a RequestError
+    saying exactly what is wrong with the body."""
+    if not isinstance(body, dict):
+        raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise RequestError("'messages' must be a non-empty list")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise RequestError(f"messages[{i}] must be an object with a string 'role'")
+    tools = body.get("tools")
+    if tools is None:
+        return []
+    if isinstance(tools, ToolList):  # read from the wire: each tool's shape is already checked
+        return _unique(tools.names)
+    if not isinstance(tools, list):
+        raise RequestError(f"'tools' must be a list, got {type(tools).__name__}")
+    names = []
+    for i, t in enumerate(tools):
+        try:
+            name = t["function"]["name"]
+            ok = t.get("type", "function") == "function" and isinstance(name, str) and name
+        except (TypeError, KeyError, AttributeError):
+            ok = False
+        if not ok:
+            raise RequestError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        names.append(name)
+    return _unique(names)
+
+
+def _unique(names: list[str]) -> list[str]:
+    """``names`` if no two are equal; one pass (a quadratic search for the duplicate once cost a
+    60,000-tool request a minute of CPU, issue 19)."""
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise RequestError(f"two tools are named {n!r}; tool names must be unique in a request")
+        seen.add(n)
+    return names
+
+
+def check_tool_count(n: int, limit: int) -> None:
+    """A RequestError when a request brings more tools than the proxy accepts."""
+    if n > limit:
+        raise RequestError(f"the request brings {n:,} tools; at most {limit:,} are accepted per request")
+
+
+def rankable_messages(messages: list[dict]) -> None:
+    """A RequestError (400) unless the conversation can be ranked on: known roles, contents that
+    are text or content parts, and some user text (an image-only conversation has nothing to
+    match tool descriptions with). Only asked when a request brings more tools than k."""
+    from router.errors import RouterError
+    from router.query import build_query
+
+    for i, m in enumerate(messages):
+        role, content = m.get("role"), m.get("content")
+        if role not in ROLES:
+            raise RequestError(f"messages[{i}]: unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})")
+        if content is None and role not in ("assistant", "function"):
+            raise RequestError(f"messages[{i}]: a {role} message needs 'content' (a string or a list of parts)")
+        if content is not None and not isinstance(content, (str, list)):
+            raise RequestError(f"messages[{i}].content must be a string or a list of parts, "
+                               f"got {type(content).__name__}")
+    try:
+        build_query(messages)
+    except RouterError as exc:
+        raise RequestError(f"cannot choose tools for this request: {exc} (an image-only conversation has no "
+                           "words to match tools with; send at most k tools, or pin the ones needed)") from None
+
+
+def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
+                 control: Sequence[str] = CONTROL_TOOLS, keep: Iterable[str] = ()) -> dict[str, str]:
+    """Tool names that must be offered, with why: tool_choice, pinned, request (marked by the
+    request itself), control (a framework's loop tool among ``names``), history (already called)."""
+    out: dict[str, str] = {}
+    for m in body.get("messages", []):
+        calls = m.get("tool_calls") if isinstance(m, dict) and m.get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else []:
+            name = tool_name(call) if isinstance(call, dict) else None
+            if name:
+                out.setdefault(name, "history")
+    if control:
+        for name in names:
+            if any(fnmatch.fnmatchcase(name, pat) for pat in control):
+                out[name] = "control"
+    for name in keep:
+        out[name] = "request"
+    for name in pinned:
+        out[name] = "pinned"
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        named = [choice] if tool_name(choice) else (choice.get("allowed_tools") or {}).get("tools") or []
+        for t in named:
+            if tool_name(t):
+                out[tool_name(t)] = "tool_choice"
+    return out
+
+

@@ -1,0 +1,92 @@
+"""Running the proxy: bind the port first, then serve while the router loads (issue 13).
+
+A proxy that loads its catalog and model for 7–23 s and only then finds its port taken wastes
+that time and says nothing meanwhile. So `bind` takes the port before anything heavy happens
+(a busy port is one `MiddlewareError` line, the command exits 2), `serve` answers at once
+(``/healthz``: ``starting``, then ``ok``), and the app's loader builds the router in a thread;
+the ready line is printed when it is done.
+"""
+from __future__ import annotations
+
+import errno
+import gc
+import logging
+import socket
+from typing import Any
+
+from .errors import MiddlewareError
+
+log = logging.getLogger("toolsift.proxy")
+
+
+def warm_up_request_path() -> None:
+    """Route and check one tiny request, so that what the first real one would load on first use
+    (the checker, BM25, the stemmer and stop words: ~1-2 s on a busy machine) is loaded now."""
+    from .checks import Exchange
+    from .request import RequestRouter
+
+    tools = [{"type": "function", "function": {"name": f"warm_{i}", "description": f"warm up tool {i}",
+                                                "parameters": {"type": "object", "properties": {}}}}
+             for i in range(2)]
+    ex = Exchange(RequestRouter(k=1, method="bm25"), {"messages": [{"role": "user", "content": "warm up"}],
+                                                       "tools": tools})
+    ex.start()
+    ex.feed({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "warm_0", "arguments": "{}"}}]}}]})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, or a MiddlewareError that says why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of a previous run is fine
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise MiddlewareError(f"{host}:{port} is already in use (another proxy running? choose --port)") from None
+        if exc.errno == errno.EACCES:
+            raise MiddlewareError(f"no permission to listen on {host}:{port} (ports below 1024 need root)") from None
+        raise MiddlewareError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", port: int = 8808) -> None:
+    """Serve ``app`` in the foreground until interrupted; one JSON log line per request on stderr.
+    Raises MiddlewareError when the app's router could not be loaded (after the server stopped)."""
+    import uvicorn
+
+    if sock is None:
+        sock = bind(host, port)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    proxy = app.state.proxy
+    failed = proxy.on_failed
+
+    def stop_on_failure(message: str) -> None:
+        if failed:
+            failed(message)
+        server.should_exit = True
+
+    proxy.on_failed = stop_on_failure
+    ready = proxy.on_ready
+
+    def freeze_when_ready() -> None:
+        gc.freeze()  # the catalog and indexes live as long as the server: keep them out of every GC pass
+        if ready:
+            ready()
+
+    proxy.on_ready = freeze_when_ready
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    if proxy.load_error:
+        raise MiddlewareError(f"the proxy could not start: {proxy.load_error}")
