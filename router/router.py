@@ -365,7 +365,8 @@ class Router:
 
     def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
                   k: int, pins: list[int], min_score: float | None, budget: int | None) -> list[Selection]:
-        fused = {int(d): float(s) for d, s in zip(ranking.docs, ranking.scores)}
+        # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
+        fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
         spent = 0
         chosen: list[tuple[int, str]] = []
         for i in pins:
@@ -374,10 +375,9 @@ class Router:
         if budget is not None and spent > budget:
             raise RouterError(f"the pinned tools alone need {spent} tokens, over the budget of {budget}")
         n_ranked = 0
-        for d in ranking.docs:
+        for d in ranking.docs.tolist():
             if n_ranked >= k:
                 break
-            d = int(d)
             if d in pins or (min_score is not None and fused[d] < min_score):
                 continue
             if budget is not None:
