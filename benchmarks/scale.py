@@ -262,8 +262,9 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
             "Build times are measured with tracemalloc on (it slows Python-heavy builds). The dense build is the "
             "faiss index over vectors already computed (replicas reuse their base record's vector); encoding is "
             f"not in it: the {results['base_records']} base vectors took {results['base_embedding_seconds']:.1f} s "
-            "from the router's embedding cache, and a cold encode runs at ~70 docs/s here "
-            "(../shared/notes/embedding.md), i.e. ~24 min for 100k texts. Hybrid build = BM25 + dense. Peak heap: tracemalloc "
+            "from the router's embedding cache; a cold encode ran at ~70 docs/s with torch "
+            "(../shared/notes/embedding.md) and ~5.9x that with ONNX int8 (python -m benchmarks.encoders). "
+            "Hybrid build = BM25 + dense (HNSW above router.vector_index.FLAT_MAX). Peak heap: tracemalloc "
             "peak during the build (dense adds the vectors faiss copies); max RSS: the process high-water mark "
             "so far.", "",
             md_table(["tools", "method", "encoder", "index", "ANN recall@10", "p50 ms", "p95 ms", "build s",
