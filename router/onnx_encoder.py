@@ -39,11 +39,16 @@ def folder_config(model_dir: str | os.PathLike[str]) -> dict:
         raise UnsupportedModel(f"{root}: modules {kinds} (only Transformer → Pooling → Normalize is exported)")
     pooling_dir = root / modules[1].get("path", "1_Pooling")
     pooling = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
-    modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
-    if modes != ["pooling_mode_mean_tokens"]:
+    # sentence-transformers 6 writes {"pooling_mode": "mean"}; older folders (the bundled one) the
+    # legacy booleans {"pooling_mode_mean_tokens": true, ...}
+    mode = pooling.get("pooling_mode")
+    modes = ([mode] if isinstance(mode, str) else list(mode)) if mode is not None else \
+        [k.removeprefix("pooling_mode_") for k, v in pooling.items() if k.startswith("pooling_mode_") and v]
+    if modes not in (["mean"], ["mean_tokens"]):
         raise UnsupportedModel(f"{root}: pooling {modes} (only mean pooling is exported)")
+    dim = pooling.get("embedding_dimension") or pooling.get("word_embedding_dimension") or 0
     return {"max_seq_length": int(st.get("max_seq_length") or 512), "lower": bool(st.get("do_lower_case")),
-            "dim": int(pooling.get("word_embedding_dimension", 0))}
+            "dim": int(dim)}
 
 
 def _session(path: Path, threads: int):

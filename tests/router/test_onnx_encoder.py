@@ -112,6 +112,13 @@ def test_only_plain_mean_pooled_folders_are_exported(tmp_path):
         folder_config(_folder(tmp_path / "b", ["Transformer", "Pooling", "Dense"]))
     with pytest.raises(UnsupportedModel, match="pooling"):
         folder_config(_folder(tmp_path / "c", ["Transformer", "Pooling"], "pooling_mode_cls_token"))
+    # the format sentence-transformers 6 writes (a folder `toolsift tune` saved)
+    new = _folder(tmp_path / "d", ["Transformer", "Pooling", "Normalize"])
+    (new / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 384, "pooling_mode": "mean"}))
+    assert folder_config(new)["dim"] == 384
+    (new / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 384, "pooling_mode": "max"}))
+    with pytest.raises(UnsupportedModel, match="max"):
+        folder_config(new)
 
 
 def test_export_is_keyed_by_fingerprint_and_done_once(tmp_path, monkeypatch):
