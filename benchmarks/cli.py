@@ -77,14 +77,32 @@ def scale_cmd(
     methods: Optional[str] = typer.Option(None, "--methods", help="comma-separated: rank_bm25,bm25,dense,hybrid"),
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/scale)"),
     quick: bool = typer.Option(False, "--quick", help="small sizes only (CI)"),
+    encoders: Optional[str] = typer.Option(None, "--encoders",
+                                           help="comma-separated: torch,onnx,onnx-int8,onnx-fp32 (default torch,onnx)"),
 ) -> None:
     """Route latency and memory vs catalog size on synthetic replicas of the real catalogs."""
     from . import scale
 
     target = _out(out, "scale", quick)
     size_list = [int(s) for s in _csv(sizes)] if sizes else None
-    res = scale.run(target, quick, sizes=size_list, methods=_csv(methods), command=_command())
+    res = scale.run(target, quick, sizes=size_list, methods=_csv(methods), command=_command(),
+                    encoders=_csv(encoders))
     typer.echo(f"wrote {target / 'report.md'} ({res['wall_seconds']:.0f} s)")
+
+
+@bench_app.command("encoders")
+def encoders_cmd(
+    datasets: Optional[str] = typer.Option(None, "--datasets", help="comma-separated dataset names (default: all)"),
+    max_passages: int = typer.Option(1000, "--max-passages", help="passages per catalog (a fixed sample)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/encoders)"),
+    torch_cache: bool = typer.Option(False, "--torch-cache", help="reuse torch vectors from the fp32 embedding cache"),
+) -> None:
+    """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency."""
+    from . import encoders
+
+    target = out or RESULTS / "encoders"
+    res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache)
+    typer.echo(f"wrote {target / 'report.md'} in {res['wall_seconds']:.0f} s")
 
 
 def _router_cmd(

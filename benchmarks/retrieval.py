@@ -281,9 +281,13 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
         }
     builds = _Builds(need_dense)
     if need_dense:
-        from router.dense import load_model
+        from router.dense import Embedder
 
-        load_model()  # once per process (~8 s of imports): not part of any index's build time
+        # the encoder $TOOLSIFT_ENCODER names (default ONNX), loaded once per process (torch: ~8 s
+        # of imports; ONNX: the export on first use): not part of any index's build time
+        warm = Embedder()
+        warm.model
+        results["encoder"] = warm.backend
         one_torch_thread()
     loaders = [(n, lambda n=n: load_dataset(n)) for n in names if n not in results["datasets_missing"]]
     loaders += [(ds.name, lambda ds=ds: ds) for ds in custom]

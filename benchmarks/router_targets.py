@@ -44,7 +44,7 @@ class QueryVectors:
         from router.dense import shared_cache
 
         self.router = router
-        self.cache = shared_cache(_cache_dir() / "queries", router.model_id)
+        self.cache = shared_cache(_cache_dir() / "queries", router.model_id, router.encoder)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         from router.dense import embed_with_cache
@@ -426,8 +426,8 @@ def reindex(sets: dict) -> dict[str, Any]:
             cat.sync(recs)
         cache = index_dir_for(db) / "cache"
         cache.mkdir(parents=True)
-        src = shared_cache(_cache_dir(), base.model_id)
-        dst = shared_cache(cache, base.model_id)
+        src = shared_cache(_cache_dir(), base.model_id, base.encoder)
+        dst = shared_cache(cache, base.model_id, base.encoder)
         hashes = [rtext.embedding_key(r) for r in recs]
         dst.put_many(hashes, np.vstack(src.get_many(hashes)))
         dst.save()

@@ -43,6 +43,8 @@ METHODS = ("rank_bm25", "bm25", "dense", "hybrid")
 N_QUERIES, QUICK_QUERIES = 60, 10
 RANK_BM25_QUERIES = 20  # rank-bm25 is ~100x slower per query: fewer timed queries keep the run short
 SIGMA = 0.02
+# The torch reference first (its figures keep the plain "dense"/"hybrid" keys), then the ONNX default.
+ENCODERS = ("torch", "onnx")
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "scale"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -94,14 +96,14 @@ def replicate(base: list[ApiRecord], size: int,
     return out, origin
 
 
-def base_vectors(base: list[ApiRecord]) -> np.ndarray:
+def base_vectors(base: list[ApiRecord], encoder: str = "torch") -> np.ndarray:
     """Embeddings of the base records through the router's cache (encodes only what it lacks)."""
     from router import text as rtext
     from router.dense import Embedder, embed_with_cache, shared_cache
     from router.dense import default_cache_dir
 
-    emb = Embedder()
-    vecs, _ = embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id),
+    emb = Embedder(encoder=encoder)
+    vecs, _ = embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id, encoder),
                                [rtext.embedding_key(r) for r in base], [rtext.record_passage(r) for r in base])
     return vecs
 
@@ -139,7 +141,18 @@ def _latency(fn: Callable[[str], Any], queries: list[str]) -> dict[str, float]:
     return {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95)), "n": len(lat)}
 
 
-def measure_size(records: list[ApiRecord], vecs: np.ndarray, queries: list[str], methods: tuple[str, ...]) -> dict:
+def _ann_recall(index, queries: np.ndarray, k: int = 10) -> float | None:
+    """Mean recall@k of the index's search against an exact scan (None for a flat index)."""
+    if index.kind == "flat":
+        return None
+    exact = np.argsort(-(queries @ index.vectors.T), axis=1, kind="stable")[:, :k]
+    return float(np.mean([len(set(index.search(q, k)[0]) & set(e)) / k for q, e in zip(queries, exact)]))
+
+
+def measure_size(records: list[ApiRecord], vecs_by_encoder: dict[str, np.ndarray], queries: list[str],
+                 methods: tuple[str, ...]) -> dict:
+    """Latency of each method; dense and hybrid once per encoder. The first encoder's figures
+    keep the plain keys ("dense", "hybrid"); the others' are "dense@<encoder>", "hybrid@<encoder>"."""
     from router.dense import DenseIndex
     from router import Router
 
@@ -151,46 +164,56 @@ def measure_size(records: list[ApiRecord], vecs: np.ndarray, queries: list[str],
         del bm
     router, secs, peak = _traced(lambda: Router(records, dense_enabled=False))
     lexical = {"build_seconds": secs, "peak_heap_mb": peak}
-    dense, dsecs, dpeak = _traced(lambda: DenseIndex(vecs))
-    # faiss keeps its own copy of the vectors outside the traced heap
-    dense_cost = {"build_seconds": dsecs, "peak_heap_mb": dpeak + vecs.nbytes / 2**20}
-    full = Router(records, dense=dense, lexical=router.lexical)
     if "bm25" in methods:
-        out["bm25"] = {**lexical, "latency_ms": _latency(lambda q: full.select(q, k=5, method="bm25"), queries)}
-    if "dense" in methods:
-        out["dense"] = {**dense_cost, "latency_ms": _latency(lambda q: full.select(q, k=5, method="dense"), queries)}
-    if "hybrid" in methods:
-        out["hybrid"] = {"build_seconds": lexical["build_seconds"] + dense_cost["build_seconds"],
-                         "peak_heap_mb": lexical["peak_heap_mb"] + dense_cost["peak_heap_mb"],
-                         "latency_ms": _latency(lambda q: full.select(q, k=5, method="hybrid"), queries)}
+        out["bm25"] = {**lexical, "latency_ms": _latency(lambda q: router.select(q, k=5, method="bm25"), queries)}
+    for n, (encoder, vecs) in enumerate(vecs_by_encoder.items()):
+        tag = "" if n == 0 else f"@{encoder}"
+        dense, dsecs, dpeak = _traced(lambda: DenseIndex(vecs))
+        # faiss keeps its own copy of the vectors outside the traced heap
+        dense_cost = {"build_seconds": dsecs, "peak_heap_mb": dpeak + vecs.nbytes / 2**20, "encoder": encoder,
+                      "index": dense.describe()}
+        full = Router(records, dense=dense, lexical=router.lexical, encoder=encoder)
+        if "dense" in methods:
+            out["dense" + tag] = {**dense_cost,
+                                  "latency_ms": _latency(lambda q: full.select(q, k=5, method="dense"), queries)}
+        if "hybrid" in methods:
+            out["hybrid" + tag] = {**dense_cost, "build_seconds": lexical["build_seconds"] + dense_cost["build_seconds"],
+                                   "peak_heap_mb": lexical["peak_heap_mb"] + dense_cost["peak_heap_mb"],
+                                   "latency_ms": _latency(lambda q: full.select(q, k=5, method="hybrid"), queries)}
+        out["ann_recall@10" + tag] = _ann_recall(dense, full.encode_queries(queries))
+        full = dense = None  # free this encoder's index before the next one is built
     out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
 def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, sizes: list[int] | None = None,
-        methods: list[str] | None = None, command: str | None = None) -> dict[str, Any]:
+        methods: list[str] | None = None, command: str | None = None,
+        encoders: list[str] | None = None) -> dict[str, Any]:
     import faiss  # noqa: F401  (imported before any timed build)
-    from router.dense import load_model
+    from router.dense import Embedder, resolve_encoder
 
     started = time.time()
     load_start = _loadavg()
     meths = tuple(methods or METHODS)
+    encs = [resolve_encoder(e) for e in (encoders or ENCODERS)]
     sizes = sorted(sizes or (QUICK_SIZES if quick else SIZES))
     base, queries = base_catalog(QUICK_BASE if quick else BASE_DATASETS)
     queries = sorted(queries, key=lambda q: hashlib.sha1(q.encode()).hexdigest())[:QUICK_QUERIES if quick else N_QUERIES]
-    load_model()
-    one_torch_thread()
+    for e in encs:
+        Embedder(encoder=e).model  # load (and for ONNX export) before anything is timed
+    if "torch" in encs:
+        one_torch_thread()
     t0 = time.perf_counter()
-    bvecs = base_vectors(base)
+    bvecs = {e: base_vectors(base, e) for e in encs}
     results: dict[str, Any] = {
         "command": command or "toolsift bench scale " + " ".join(sys.argv[1:]), "versions": versions(),
         "quick": quick, "base_datasets": list(QUICK_BASE if quick else BASE_DATASETS), "base_records": len(base),
         "base_embedding_seconds": time.perf_counter() - t0, "n_queries": len(queries), "sigma": SIGMA,
-        "how": __doc__.split("\n\n", 2)[2].strip(), "methods": list(meths), "sizes": {}}
+        "how": __doc__.split("\n\n", 2)[2].strip(), "methods": list(meths), "encoders": encs, "sizes": {}}
     for size in sizes:
         print(f"[scale] {size} tools ...", file=sys.stderr, flush=True)
         records, origin = replicate(base, size)
-        vecs = replica_vectors(bvecs, origin, len(base))
+        vecs = {e: replica_vectors(v, origin, len(base)) for e, v in bvecs.items()}
         try:
             results["sizes"][str(size)] = measure_size(records, vecs, queries, meths)
         except MemoryError:
@@ -210,13 +233,19 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
     from .report import _pyplot, load_line, md_table
 
     sizes = [s for s, v in results["sizes"].items() if "error" not in v]
-    meths = results["methods"]
+    encs = results.get("encoders") or ["torch"]
+    meths = [m + ("" if i == 0 else f"@{e}") for m in results["methods"]
+             for i, e in enumerate(encs if m in ("dense", "hybrid") else encs[:1])]
     rows = []
     for s in sizes:
         v = results["sizes"][s]
         for m in meths:
             if m in v:
-                rows.append([f"{int(s):,}", m, f"{v[m]['latency_ms']['p50']:.2f}", f"{v[m]['latency_ms']['p95']:.2f}",
+                enc = v[m].get("encoder", "-")
+                kind = v[m].get("index", {}).get("kind", "-")
+                recall = v.get("ann_recall@10" + m[len(m.split("@")[0]):]) if "index" in v[m] else None
+                rows.append([f"{int(s):,}", m.split("@")[0], enc, kind, "-" if recall is None else f"{recall:.3f}",
+                             f"{v[m]['latency_ms']['p50']:.2f}", f"{v[m]['latency_ms']['p95']:.2f}",
                              f"{v[m]['build_seconds']:.2f}", f"{v[m]['peak_heap_mb']:.0f}", f"{v['max_rss_mb']:.0f}"])
     text = ["# Scale: route latency and memory vs catalog size", "",
             f"Command: `{results['command']}`  ", f"Wall time: {results['wall_seconds']:.0f} s  ",
@@ -224,15 +253,21 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
             load_line(results), "",
             f"Base catalog: {results['base_records']} real records from {', '.join(results['base_datasets'])}; "
             f"{results['n_queries']} real queries (rank-bm25: the first {RANK_BM25_QUERIES}), k=5, one query at a "
-            "time, after a warm-up query; queries encoded with one torch thread (see benchmarks/methods.py).", "", results["how"], "",
+            "time, after a warm-up query; queries encoded on one thread (torch: see benchmarks/methods.py; ONNX: a "
+            "single-threaded session). Dense and hybrid run once per encoder in the same process (torch = the "
+            "sentence-transformers reference; onnx-int8 / onnx-fp32 = router/onnx_encoder.py), each over its own "
+            "vectors. Index: flat below router.vector_index.FLAT_MAX vectors, HNSW above; ANN recall@10 = overlap "
+            "of its top 10 with an exact scan, over the benchmark's queries.", "", results["how"], "",
             "Build times are measured with tracemalloc on (it slows Python-heavy builds). The dense build is the "
             "faiss index over vectors already computed (replicas reuse their base record's vector); encoding is "
             f"not in it: the {results['base_records']} base vectors took {results['base_embedding_seconds']:.1f} s "
-            "from the router's embedding cache, and a cold encode runs at ~70 docs/s here "
-            "(../shared/notes/embedding.md), i.e. ~24 min for 100k texts. Hybrid build = BM25 + dense. Peak heap: tracemalloc "
+            "from the router's embedding cache; a cold encode ran at ~70 docs/s with torch "
+            "(../shared/notes/embedding.md) and ~5.9x that with ONNX int8 (toolsift bench encoders). "
+            "Hybrid build = BM25 + dense (HNSW above router.vector_index.FLAT_MAX). Peak heap: tracemalloc "
             "peak during the build (dense adds the vectors faiss copies); max RSS: the process high-water mark "
             "so far.", "",
-            md_table(["tools", "method", "p50 ms", "p95 ms", "build s", "peak heap MB", "max RSS MB"], rows), ""]
+            md_table(["tools", "method", "encoder", "index", "ANN recall@10", "p50 ms", "p95 ms", "build s",
+                      "peak heap MB", "max RSS MB"], rows), ""]
     errs = {s: v["error"] for s, v in results["sizes"].items() if "error" in v}
     if errs:
         text.append("Stopped: " + "; ".join(f"{s}: {e}" for s, e in errs.items()))

