@@ -251,8 +251,10 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert m["requests"] == 3 and m["by_status"] == {"401": 1, "200": 2}
     assert m["tools_in"] == 12 and m["tools_out"] == 3 and m["verdicts"] == {"hallucinated_tool": 1}
     assert m["latency_ms"]["p50"] > 0 and 'toolsift_verdicts_total{verdict="hallucinated_tool"} 1' in text
-    # the proxy's own time (latency minus the upstream's) for the two answered requests
-    assert m["proxy_ms"]["count"] == 2 and 0 < m["proxy_ms"]["p50"] <= m["latency_ms"]["p50"]
+    # the proxy's own time (latency minus the upstream's) for the two answered requests; each is at
+    # most that request's latency (checked per request below: medians over different request sets
+    # need not be ordered)
+    assert m["proxy_ms"]["count"] == 2 and m["proxy_ms"]["p50"] > 0
     assert 'toolsift_proxy_own_ms{quantile="0.50"}' in text
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "toolsift.proxy"]
     assert [line["status"] for line in lines] == [401, 200, 200, 200]
@@ -260,6 +262,7 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert lines[2]["tools_in"] == 12 and lines[2]["verdicts"] == ["hallucinated_tool"]
     parts = lines[2]["own_ms"] + lines[2]["upstream_ms"] + lines[2]["body_ms"]
     assert lines[2]["upstream_ms"] > 0 and lines[2]["own_ms"] > 0 and abs(parts - lines[2]["ms"]) < 0.1
+    assert all(0 < line["own_ms"] <= line["ms"] for line in lines[1:3])
     logged = caplog.text
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
 
