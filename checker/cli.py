@@ -45,7 +45,7 @@ class _Catalog:
             else:
                 from apidb.catalog import Catalog
 
-                with Catalog.open(self.db) as cat:
+                with Catalog.open(self.db, readonly=True) as cat:
                     recs = cat.records()
             if self.namespace is not None:
                 recs = [r for r in recs if r.namespace == self.namespace]

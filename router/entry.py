@@ -35,7 +35,9 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except ToolsiftError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        from apidb.display import printable  # messages quote catalog data: escape control characters
+
+        typer.echo(f"error: {printable(exc)}", err=True)
         sys.exit(2)
     except typer.Abort:
         typer.echo("aborted", err=True)

@@ -78,7 +78,7 @@ def _read_manifest(index_dir: Path) -> dict:
 
 
 def _catalog_records(db_path: Path) -> tuple[list[ApiRecord], int]:
-    with Catalog.open(db_path) as cat:
+    with Catalog.open(db_path, readonly=True) as cat:  # routing never writes the catalog
         records = sorted(cat.records(), key=lambda r: r.id)
         return records, cat.generation
 
