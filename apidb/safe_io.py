@@ -149,15 +149,21 @@ def _too_deep_at(text: str) -> UnsafeDocument:
             depth -= 1
 
 
-def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX_DEPTH) -> None:
-    """Raise UnsafeDocument, naming the path, for the first value over a limit.
+def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX_DEPTH,
+                max_nodes: int | None = None) -> None:
+    """Raise UnsafeDocument, naming the path, for the first value over a limit (and for
+    more than ``max_nodes`` values in all, when given).
 
     Iterative (an explicit stack), so it cannot itself recurse too deeply. The trail of
     each value is a linked (key, parent) pair, turned into a path only on error.
     """
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    seen = 0
     while stack:
         node, depth, link = stack.pop()
+        seen += 1
+        if max_nodes is not None and seen > max_nodes:
+            raise UnsafeDocument(f"more than {max_nodes:,} values")
         if isinstance(node, str):
             if isinstance(node, _LongInt):
                 raise UnsafeDocument(f"integer of {len(node.lstrip('-')):,} digits (at most "

@@ -15,6 +15,7 @@ from typing import Any
 
 from apidb.record import ApiRecord
 
+from .budget import OverBudget, admit_calls, deadline
 from .suggest import suggest
 from .verdict import Defect, Verdict, make, most_severe
 
@@ -315,11 +316,19 @@ def _expected_params(ground_truth: Any, fname: str) -> dict[str, list[Any]]:
 
 # -- entry point ----------------------------------------------------------------------
 def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None) -> Verdict:
-    """Check JSON tool calls against function docs and an optional BFCL-style ground truth."""
+    """Check JSON tool calls against function docs and an optional BFCL-style ground truth.
+    Never raises on bad input: what is over the limits of `checker.budget` (nesting,
+    size, integers too long to print, time) is ``unparsable`` with the reason."""
+    calls, why = admit_calls(calls, functions, ground_truth)
+    if why:
+        return make("unparsable", defects=[Defect("unparsable", why)])
     try:
-        return _check(calls, functions, ground_truth)
+        with deadline():
+            return _check(calls, functions, ground_truth)
     except RecursionError:
         return make("unparsable", defects=[Defect("unparsable", "calls nest too deeply to check")])
+    except OverBudget as exc:
+        return make("unparsable", defects=[Defect("unparsable", str(exc))])
 
 
 def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:

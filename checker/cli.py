@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import typer
 
+from apidb.display import json_text
 from apidb.errors import ToolsiftError
 
 _SOURCE_SUFFIXES = {".json", ".jsonl", ".yaml", ".yml"}
@@ -78,11 +79,16 @@ def _progress(total: int, label: str):  # noqa: ANN202
 
 def check_line(lineno: int, line: str, cat: _Catalog, mode: str) -> dict[str, Any]:
     """One input line -> one output object; problems become an 'error' verdict naming the line."""
-    try:
-        obj = json.loads(line)
+    from apidb.safe_io import UnsafeDocument, loads_json
+
+    try:  # within the limits of apidb.safe_io: a 5,000-digit number or [[[[... is this line's error
+        obj = loads_json(line, strict_unicode=False)
     except json.JSONDecodeError as exc:
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})", "defects": []}
+    except UnsafeDocument as exc:
+        return {"id": None, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: {exc}", "defects": []}
     if not isinstance(obj, dict):
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: expected an object, got {type(obj).__name__}", "defects": []}
@@ -104,6 +110,10 @@ def check_line(lineno: int, line: str, cat: _Catalog, mode: str) -> dict[str, An
                     "error": f"line {lineno}: needs 'output' (code) or 'calls' (JSON tool calls)", "defects": []}
     except ToolsiftError as exc:
         return {"id": rid, "line": lineno, "verdict": "error", "ok": False, "error": f"line {lineno}: {exc}",
+                "defects": []}
+    except Exception as exc:  # noqa: BLE001 - a checker bug on one line must not lose the others' verdicts
+        return {"id": rid, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: could not be checked ({type(exc).__name__}: {str(exc)[:200]})",
                 "defects": []}
     return {"id": rid, **v.to_dict()}
 
@@ -136,7 +146,7 @@ def register(app: typer.Typer) -> None:
             for lineno, line in lines:
                 out = check_line(lineno, line, cat, mode)
                 counts[out["verdict"]] += 1
-                sys.stdout.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
+                sys.stdout.write(json_text(out, default=str) + "\n")  # control characters escaped
                 progress.advance(task)
         took = time.perf_counter() - start
         summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())

@@ -5,7 +5,10 @@ import difflib
 import re
 from collections.abc import Iterable
 
+from .budget import check_time
+
 _SEP = re.compile(r"[\s_\-./:]+")
+MAX_NAME = 256  # longer names get no suggestions
 
 
 def _norm(name: str) -> str:
@@ -19,8 +22,8 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     normalized name in a real one (``weather`` -> ``get_weather``) and difflib's
     similarity ratio, so both typos and truncations are caught.
     """
-    if not isinstance(name, str) or not name:
-        return []
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+        return []  # (a name of thousands of characters is no typo; comparing it costs seconds)
     pool = list(dict.fromkeys(x for x in names if isinstance(x, str) and x))
     if not pool:
         return []
@@ -28,7 +31,9 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     scored: list[tuple[float, str]] = []
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(target)
-    for cand in pool:
+    for i, cand in enumerate(pool):
+        if i % 1024 == 1023:
+            check_time()  # a catalog of 100k names, within the check's deadline
         norm = _norm(cand)
         if not norm:
             continue
