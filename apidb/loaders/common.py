@@ -124,7 +124,8 @@ def _read_yaml(path: Path, text: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise LoadError(str(path), f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        why = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        raise LoadError(str(path), f"malformed YAML{where}: {why}") from None
 
 
 def schema_problem(schema: Any) -> str | None:
