@@ -11,6 +11,7 @@ downstream has to defend itself against it. The limits are documented in docs/se
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -20,6 +21,8 @@ from typing import Any
 MAX_SOURCE_BYTES = 256 * 1024 * 1024  # default; TOOLSIFT_MAX_SOURCE_BYTES overrides it
 MAX_DEPTH = 128                       # nesting levels of one document (real specs: < 40)
 MAX_INT_DIGITS = 4_300                # Python cannot print a longer int (sys.get_int_max_str_digits)
+_MAX_INT_BITS = int(MAX_INT_DIGITS * math.log2(10))  # fewer bits: certainly at most that many digits
+_INT_LIMIT = 10 ** MAX_INT_DIGITS
 # YAML aliases and OpenAPI $refs: a document may expand to EXPANSION times its own
 # number of values (plus SLACK, for small files), and never past MAX_EXPANDED_NODES.
 EXPANSION = 20
@@ -172,7 +175,7 @@ def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX
                 raise UnsafeDocument(f"string holds a lone surrogate {_u(node[i])} at character {i} "
                                      "(not valid Unicode)", _unlink(link))
         elif isinstance(node, int) and not isinstance(node, bool):
-            if node.bit_length() > MAX_INT_DIGITS * 3.33:  # ~ digits * log2(10)
+            if node.bit_length() > _MAX_INT_BITS and abs(node) >= _INT_LIMIT:  # (no str(): that is what fails)
                 raise UnsafeDocument(f"integer of more than {MAX_INT_DIGITS:,} digits", _unlink(link))
         elif isinstance(node, (dict, list, tuple)):
             if depth >= max_depth:
