@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .errors import CatalogError
+from .safe_io import lone_surrogate
 from .record import ApiRecord
 
 # Version of the file layout below. A file that declares a higher version, or whose
@@ -354,6 +355,12 @@ class Catalog:
 
 
 def _record_to_row(rec: ApiRecord) -> tuple:
-    return (rec.id, rec.namespace, rec.name, rec.description,
-            json.dumps(rec.parameters, ensure_ascii=False), rec.call, rec.source_format,
-            json.dumps(rec.metadata, ensure_ascii=False, default=str), rec.content_hash)
+    row = (rec.id, rec.namespace, rec.name, rec.description,
+           json.dumps(rec.parameters, ensure_ascii=False), rec.call, rec.source_format,
+           json.dumps(rec.metadata, ensure_ascii=False, default=str), rec.content_hash)
+    # SQLite stores UTF-8: a lone surrogate would fail mid-transaction with a UnicodeEncodeError
+    for column, value in zip(COLUMNS, row):
+        if isinstance(value, str) and (i := lone_surrogate(value)) is not None:
+            raise CatalogError(f"record {rec.id!r}: field {column!r} is not valid Unicode "
+                               f"(a lone surrogate at character {i})")
+    return row

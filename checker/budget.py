@@ -57,6 +57,12 @@ def deadline(seconds: float = TIME_BUDGET) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+def remaining() -> float | None:
+    """Seconds left before the current check's deadline (None outside a check)."""
+    limit = _DEADLINE.get()
+    return None if limit is None else max(0.0, limit - time.monotonic())
+
+
 def check_time() -> None:
     """Raise OverBudget if the current check's deadline has passed (no-op outside a check)."""
     limit = _DEADLINE.get()

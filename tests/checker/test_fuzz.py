@@ -20,7 +20,7 @@ from checker import Verdict, check_calls, check_code
 from checker.budget import TIME_BUDGET
 from tests.conftest import BUNDLED_GORILLA, SHARED_DATA
 
-SLACK = 2.0  # seconds over the budget a loaded CI machine may take
+SLACK = 3.0  # seconds over the budget: the parse attempt in flight finishes, on a loaded machine
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
 
