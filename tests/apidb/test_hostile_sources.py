@@ -181,3 +181,30 @@ def test_yaml_huge_integer_and_date_keys(tmp_path, db):
     path = spotify_yaml(tmp_path, "x-dates: {2020-01-01: released}\n")
     proc, _ = toolsift_limited("catalog", "add", path, "--db", db, "--json")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_non_string_tool_name_in_a_shared_namespace(tmp_path, db):
+    """Found by fuzzing: with --namespace, names several MCP servers share are counted,
+    and a list as a name raised TypeError (unhashable) before the record was judged."""
+    servers = json.loads(shared("livemcpbench", "tools.json").read_text(encoding="utf-8"))
+    key, block = next(iter(servers[1]["tools"].items()))
+    block["tools"][0]["name"] = ["not", "a", "name"]
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps(servers), encoding="utf-8")
+    before = db.read_bytes()
+    proc, _ = toolsift_limited("catalog", "add", bad, "--namespace", "mcp", "--db", db)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"record '{key}[0]'" in proc.stderr and "field 'name'" in proc.stderr
+    assert db.read_bytes() == before
+
+
+def test_namespace_argument_that_is_not_utf8(db):
+    """Found by fuzzing: argv bytes that are not UTF-8 reach Python as lone surrogates."""
+    before = db.read_bytes()
+    cmd = [str(_SCRIPT), "catalog", "add", str(shared("restbench", "specs", "spotify_oas.json")),
+           "--namespace", b"spot\xffify", "--db", str(db)]
+    proc = subprocess.run(cmd, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=SECONDS)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2 and "Traceback" not in err, err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and "namespace" in err and "not valid Unicode" in err
+    assert db.read_bytes() == before

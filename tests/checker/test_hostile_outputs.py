@@ -141,3 +141,14 @@ def test_toolsift_check_gorilla_mode_with_a_string_api_data(tmp_path):
                           capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["verdict"] == "wrong_api"
+
+
+def test_gorilla_mode_parse_is_held_to_the_budget(torchhub):
+    """Found by fuzzing: tree-sitter's error recovery is quadratic on some answers (56 KB took
+    6 s, 220 KB over a minute); it now gets the check's remaining time, enforced natively."""
+    check_code(GOOD, torchhub, mode="gorilla")  # parser loaded before the clock starts
+    output = "{'api_call': " + ",'pytorch/vision' if x else " * 8000
+    verdict, took = timed(check_code, output, torchhub, mode="gorilla")
+    assert took < TIME_BUDGET + 1, f"{took:.1f}s"
+    assert verdict.verdict == "unparsable" and "time budget" in verdict.defects[0].message
+    assert check_code(f"<<<api_call>>>: {GOOD}", torchhub, mode="gorilla").verdict == "valid"  # parser reset
