@@ -117,12 +117,20 @@ def _failing(bdir: Path, manifest: dict) -> set[str] | None:
     return bad
 
 
+def _distrust(failing: set[str] | None, prefix: str) -> str | None:
+    """Why the build's files under ``prefix`` must not be used (see `_failing`), or None."""
+    if failing is None:
+        return "has no checksums (built by an older toolsift)"
+    bad = sorted(f for f in failing if f.startswith(prefix))
+    return f"fails its checksum ({', '.join(bad)[:120]} damaged or changed since the build)" if bad else None
+
+
 def _modes_of(db: Path) -> tuple[int, int] | None:
     """(file mode, folder mode) for an index that may be read by whoever may read the
     catalog: the catalog's read/write bits (the owner keeps read/write), folders +x where
     readable. None if the catalog cannot be stat'ed."""
     try:
-        mode = stat.S_IMODE(os.stat(db).st_mode) & 0o666 | 0o600
+        mode = (stat.S_IMODE(os.stat(db).st_mode) & 0o666) | 0o600
     except OSError:
         return None
     return mode, mode | ((mode & 0o444) >> 2)
@@ -244,16 +252,10 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
     fresh = same_records and manifest.get("field_weights") == weights
     # files are used only after their checksums match the manifest
     failing = _failing(bdir, manifest) if fresh or (same_records and same_model) else set()
-    def untrusted(prefix: str) -> str | None:
-        if failing is None:
-            return "has no checksums (built by an older toolsift)"
-        bad = sorted(f for f in failing if f.startswith(prefix))
-        return f"fails its checksum ({', '.join(bad)[:120]} damaged or changed since the build)" if bad else None
-
     lexical = None
     if fresh:
         try:
-            if why := untrusted("bm25/"):
+            if why := _distrust(failing, "bm25/"):
                 raise RouterError(f"{bdir / 'bm25'}: {why}")
             lexical = LexicalIndex.load(bdir / "bm25")
             if lexical.n_docs != len(records):
@@ -274,7 +276,7 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
     if not same_model:
         warnings.append(f"the model folder {model_id} changed since the index was built (tuned again?)")
     dense = _load_dense(bdir, idir, records, model_id, same_records and same_model, warnings, rebuild,
-                        untrusted("dense.faiss") if same_records and same_model else None)
+                        _distrust(failing, "dense.faiss") if same_records and same_model else None)
     return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings)
 
 
