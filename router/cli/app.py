@@ -40,7 +40,9 @@ def main() -> None:
     try:
         app(prog_name="toolsift")
     except ToolsiftError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        from apidb.display import printable  # messages quote catalog data: escape control characters
+
+        typer.echo(f"error: {printable(exc)}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

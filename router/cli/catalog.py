@@ -1,15 +1,16 @@
 """`toolsift catalog ...`: load, inspect and prune the catalog (apidb's commands)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from apidb.catalog import Catalog, SyncReport
+from apidb.display import json_text, printable
 
 from .errors import CliError
 from .options import Db, Json, catalog_path
@@ -19,7 +20,12 @@ err = Console(stderr=True)
 
 
 def print_json(value: object) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=None, default=str))
+    typer.echo(json_text(value, indent=None, default=str))  # control characters escaped
+
+
+def cell(value: object) -> Text:
+    """Catalog data as a table cell: control characters escaped, no rich markup."""
+    return Text(printable(value))
 
 
 def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[str], skip_invalid: bool):
@@ -45,7 +51,7 @@ def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, 
         records.extend(res.records)
         namespaces |= res.namespaces
         for skipped in res.skipped:
-            typer.echo(f"skipped: {skipped}", err=True)  # one line each, never wrapped
+            typer.echo(f"skipped: {printable(skipped)}", err=True)  # one line each, never wrapped
     records = _check_unique(records)
     with Catalog(catalog_path(db)) as cat:
         report = cat.sync(records, namespaces)
@@ -74,27 +80,27 @@ def _print_report(report: SyncReport, results) -> None:
         names = sorted(res.namespaces)
         shown = ", ".join(names[:6]) + (f", … (+{len(names) - 6} more)" if len(names) > 6 else "")
         # soft_wrap: one line per source even when stdout is not a terminal (rich wraps at 80)
-        out.print(f"{res.path}: {len(res.records)} records ({res.format}), "
-                  f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}",
-                  highlight=False, soft_wrap=True)
+        out.print(printable(f"{res.path}: {len(res.records)} records ({res.format}), "
+                            f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}"),
+                  highlight=False, markup=False, soft_wrap=True)
     out.print(f"added {report.added}, updated {report.updated}, removed {report.removed}, "
               f"unchanged {report.unchanged}", highlight=False, soft_wrap=True)
 
 
 def stats(db: Db = None, as_json: Json = False) -> None:
     """Records per namespace and per source format."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         data = cat.stats()
     if as_json:
         print_json(data)
         return
-    table = Table(title=f"{data['path']}: {data['records']} records")
+    table = Table(title=cell(f"{data['path']}: {data['records']} records"))
     table.add_column("namespace")
     table.add_column("format")
     table.add_column("records", justify="right")
     for ns, fmts in sorted(data["namespace_formats"].items()):
         for fmt, n in sorted(fmts.items()):
-            table.add_row(ns, fmt, str(n))
+            table.add_row(cell(ns), cell(fmt), str(n))
     out.print(table)
 
 
@@ -103,7 +109,7 @@ def list_(db: Db = None,
           as_json: Json = False,
           limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all).")) -> None:
     """List records (id, namespace, name, description, call)."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         if namespace and namespace not in cat.namespaces():
             raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
         records = cat.records(namespace)
@@ -116,7 +122,7 @@ def list_(db: Db = None,
     for col in ("id", "name", "description"):
         table.add_column(col, overflow="fold")
     for r in records:
-        table.add_row(r.id, r.name, _short(r.description))
+        table.add_row(cell(r.id), cell(r.name), cell(_short(r.description)))
     out.print(table)
 
 
@@ -135,7 +141,7 @@ def _short(text: str, n: int = 80) -> str:
 def show(record_id: str = typer.Argument(..., help="Record id (see `catalog list`)."),
          db: Db = None) -> None:
     """Print one record as JSON."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         rec = cat.get(record_id)
     if rec is None:
         raise CliError(f"no record with id {record_id!r}")
@@ -152,7 +158,7 @@ def remove(namespace: str = typer.Option(..., "--namespace", help="Namespace to 
     if as_json:
         print_json({"removed": n})
     else:
-        out.print(f"removed {n} records from namespace {namespace}", highlight=False)
+        out.print(printable(f"removed {n} records from namespace {namespace}"), highlight=False, markup=False)
 
 
 def register(root: typer.Typer) -> None:

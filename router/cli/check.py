@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import typer
 
+from apidb.display import json_text
 from apidb.errors import ToolsiftError
 
 from .errors import CliError
@@ -52,7 +53,7 @@ class _Catalog:
             else:
                 from apidb.catalog import Catalog
 
-                with Catalog.open(self.db) as cat:
+                with Catalog.open(self.db, readonly=True) as cat:
                     recs = cat.records()
             if self.namespace is not None:
                 recs = [r for r in recs if r.namespace == self.namespace]
@@ -122,11 +123,16 @@ def _progress(total: int, label: str):  # noqa: ANN202
 
 def check_line(lineno: int, line: str, cat: _Catalog, mode: str) -> dict[str, Any]:
     """One input line -> one output object; problems become an 'error' verdict naming the line."""
-    try:
-        obj = json.loads(line)
+    from apidb.safe_io import UnsafeDocument, loads_json
+
+    try:  # within the limits of apidb.safe_io: a 5,000-digit number or [[[[... is this line's error
+        obj = loads_json(line, strict_unicode=False)
     except json.JSONDecodeError as exc:
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})", "defects": []}
+    except UnsafeDocument as exc:
+        return {"id": None, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: {exc}", "defects": []}
     if not isinstance(obj, dict):
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: expected an object, got {type(obj).__name__}", "defects": []}
@@ -148,6 +154,10 @@ def check_line(lineno: int, line: str, cat: _Catalog, mode: str) -> dict[str, An
                     "error": f"line {lineno}: needs 'output' (code) or 'calls' (JSON tool calls)", "defects": []}
     except ToolsiftError as exc:
         return {"id": rid, "line": lineno, "verdict": "error", "ok": False, "error": f"line {lineno}: {exc}",
+                "defects": []}
+    except Exception as exc:  # noqa: BLE001 - a checker bug on one line must not lose the others' verdicts
+        return {"id": rid, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: could not be checked ({type(exc).__name__}: {str(exc)[:200]})",
                 "defects": []}
     return {"id": rid, **v.to_dict()}
 
@@ -172,7 +182,7 @@ def check(
     if mode == "bfcl":
         start = time.perf_counter()
         rows = _bfcl_rows(file, text, bfcl_fc, bfcl_data)
-        sys.stdout.writelines(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+        sys.stdout.writelines(json_text(r, default=str) + "\n" for r in rows)
         counts = Counter(r["verdict"] for r in rows)
         summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())
         typer.echo(f"checked {len(rows)} line(s) in {time.perf_counter() - start:.2f}s: {summary or 'nothing'}",
@@ -188,7 +198,7 @@ def check(
         for lineno, line in lines:
             out = check_line(lineno, line, cat, mode)
             counts[out["verdict"]] += 1
-            sys.stdout.write(json.dumps(out, ensure_ascii=False, default=str) + "\n")
+            sys.stdout.write(json_text(out, default=str) + "\n")  # control characters escaped
             progress.advance(task)
     took = time.perf_counter() - start
     summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from apidb.display import json_text, printable
 from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 
 from router.errors import RouterError
@@ -88,7 +89,7 @@ def route(query: Optional[str] = typer.Argument(None, help="The request to route
     items = _read_queries(queries) if queries is not None else [(None, query)]
     router = Router.open(catalog_path(db), model=model, index_dir=index_dir)
     for w in router.warnings:
-        err.print(f"warning: {w}", highlight=False, markup=False, soft_wrap=True)
+        err.print(printable(f"warning: {w}"), highlight=False, markup=False, soft_wrap=True)
     opts = dict(k=k, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
                 exclude_namespaces=exclude_namespace or None, token_budget=token_budget)
     if queries is not None:
@@ -96,15 +97,15 @@ def route(query: Optional[str] = typer.Argument(None, help="The request to route
             try:
                 line = {"id": qid, "tools": _tools(router.select(q, **opts))}
             except RouterError as exc:
-                err.print(f"error: query {qid}: {exc}", highlight=False, markup=False, soft_wrap=True)
+                err.print(printable(f"error: query {qid}: {exc}"), highlight=False, markup=False, soft_wrap=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
-            typer.echo(json.dumps(line, ensure_ascii=False))
+            typer.echo(json_text(line))
         return
     selections = router.select(query, **opts)
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
-        typer.echo(json.dumps({"query": query, "method": used, "tools": _tools(selections),
-                               "warnings": router.warnings}, ensure_ascii=False))
+        typer.echo(json_text({"query": query, "method": used, "tools": _tools(selections),
+                              "warnings": router.warnings}))
         return
     _print_table(query, selections)
 
@@ -112,14 +113,16 @@ def route(query: Optional[str] = typer.Argument(None, help="The request to route
 def _print_table(query: str, selections) -> None:
     from rich.table import Table
 
-    table = Table(title=f"top tools for: {query[:80]}", title_justify="left")
+    from rich.text import Text
+
+    table = Table(title=Text(printable(f"top tools for: {query[:80]}")), title_justify="left")
     for col in ("#", "tool", "score", "bm25", "dense", "matched terms", "why"):
         table.add_column(col, overflow="fold")
-    for s in selections:
-        table.add_row(str(s.rank), s.record.id, f"{s.score:.3f}",
+    for s in selections:  # catalog data: escaped, never rich markup
+        table.add_row(str(s.rank), Text(printable(s.record.id)), f"{s.score:.3f}",
                       "-" if s.bm25_score is None else f"{s.bm25_score:.2f}",
                       "-" if s.dense_score is None else f"{s.dense_score:.3f}",
-                      ", ".join(s.matched_terms), s.reason)
+                      Text(printable(", ".join(s.matched_terms))), Text(printable(s.reason)))
     out.print(table)
     if not selections:
         out.print("no tool matched", highlight=False)
