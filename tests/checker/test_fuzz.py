@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apidb.errors import ToolsiftError
+from benchmarks.shared_data import data_root
 from checker import Verdict, check_calls, check_code
 from checker.budget import TIME_BUDGET
-from tests.conftest import BUNDLED_GORILLA, SHARED_DATA
+from tests.conftest import BUNDLED_GORILLA
 
 SLACK = 3.0  # seconds over the budget: the parse attempt in flight finishes, on a loaded machine
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True, database=None,
@@ -80,7 +81,7 @@ def call_list(draw):
 
 def function_docs() -> list[dict]:
     """Real BFCL function docs (a stand-in doc when the shared data is absent)."""
-    path = SHARED_DATA / "bfcl" / "BFCL_v4_simple_python.json"
+    path = data_root() / "bfcl" / "BFCL_v4_simple_python.json"
     if not path.exists():
         return [{"name": "calculate_area", "parameters": {"type": "dict", "properties": {
             "base": {"type": "integer"}, "height": {"type": "integer"}}, "required": ["base", "height"]}}]
