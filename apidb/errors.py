@@ -55,4 +55,5 @@ class LoadError(CatalogError):
             where.append(f"record {self.record}" if isinstance(self.record, int) else f"record {self.record!r}")
         if self.field:
             where.append(f"field {self.field!r}")
-        return f"{': '.join(where)}: {self.reason}"
+        # one line, whatever a parser's message holds (the CLI prints one line per error)
+        return " ".join(f"{': '.join(where)}: {self.reason}".splitlines())

@@ -9,24 +9,38 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from .safe_io import UnsafeDocument, format_trail, loads_json
+
 
 class JsonLineError(ValueError):
-    """One line is not JSON: ``lineno`` (1-based), ``colno`` and the parser's ``msg``."""
+    """One line is not JSON: ``lineno`` (1-based), ``colno`` and the parser's ``msg``.
 
-    def __init__(self, lineno: int, colno: int, msg: str) -> None:
+    ``unsafe`` is set when the line is JSON but breaks a limit of `apidb.safe_io`
+    (nesting, an over-long integer, a lone surrogate); its ``trail`` names the field.
+    """
+
+    def __init__(self, lineno: int, colno: int, msg: str, unsafe: UnsafeDocument | None = None) -> None:
         super().__init__(f"line {lineno} column {colno}: {msg}")
-        self.lineno, self.colno, self.msg = lineno, colno, msg
+        self.lineno, self.colno, self.msg, self.unsafe = lineno, colno, msg, unsafe
 
 
-def parse_lines(text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for every non-blank line; blank lines are allowed anywhere."""
+def parse_lines(text: str, *, strict_unicode: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every non-blank line; blank lines are allowed anywhere.
+
+    Every line is parsed within the limits of `apidb.safe_io`. ``strict_unicode`` also
+    refuses lone surrogates (``\\ud800``): on for what is stored, off for inputs whose
+    consumer judges each value itself (a query, a model output).
+    """
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
+            yield lineno, loads_json(line, strict_unicode=strict_unicode)
         except json.JSONDecodeError as exc:
             raise JsonLineError(lineno, exc.colno, exc.msg) from None
+        except UnsafeDocument as exc:
+            where = f" (at {format_trail(exc.trail)})" if exc.trail else ""
+            raise JsonLineError(lineno, exc.colno or 1, exc.reason + where, unsafe=exc) from None
 
 
 class TextFileError(ValueError):

@@ -38,7 +38,7 @@ def _torch_vectors(emb, keys: list[str], texts: list[str], use_cache: bool) -> n
     if not use_cache:
         return emb.encode(texts)
     from router.dense import embed_with_cache, shared_cache
-    from router.router import default_cache_dir
+    from router.dense import default_cache_dir
 
     return embed_with_cache(emb, shared_cache(default_cache_dir(), emb.model_id, "torch"), keys, texts)[0]
 

@@ -22,6 +22,7 @@ from apidb.record import ApiRecord
 
 from .bfcl import check_bfcl
 from .bfcl.values import standardize
+from .budget import OverBudget, admit_calls, deadline
 from .memo import Memo
 from .strict_schema import TYPE_NAMES, DocRule
 from .strict_truth import Truth, openai_name, value_matches
@@ -190,6 +191,8 @@ def _plan(functions: Any, ground_truth: Any) -> _Plan:
 def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mode: str = "strict", *,
                 category: str | None = None, language: str | None = None, fc: bool = False) -> Verdict:
     """Check JSON tool calls against function docs and an optional BFCL-style ground truth.
+    Strict mode never raises on bad input: what is over the limits of `checker.budget` (nesting,
+    size, integers too long to print, time) is ``unparsable`` with the reason.
 
     ``mode="bfcl"``: the leaderboard's own rules (needs ``functions`` and ``ground_truth``;
     ``category`` picks BFCL's checker and ``language`` its value decoding, both inferred
@@ -199,10 +202,16 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
         return check_bfcl(calls, functions, ground_truth, category=category, language=language, fc=fc)
     if mode != "strict":
         raise ValueError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
+    calls, why = admit_calls(calls, functions, ground_truth)
+    if why:
+        return make("unparsable", defects=[Defect("unparsable", why)])
     try:
-        return _check(calls, functions, ground_truth)
+        with deadline():
+            return _check(calls, functions, ground_truth)
     except RecursionError:
         return make("unparsable", defects=[Defect("unparsable", "calls nest too deeply to check")])
+    except OverBudget as exc:
+        return make("unparsable", defects=[Defect("unparsable", str(exc))])
 
 
 def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:

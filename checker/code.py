@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 from collections.abc import Iterable
 from typing import Any
 
 from apidb.record import ApiRecord
 
 from . import extract
+from .budget import MAX_OUTPUT_CHARS, OverBudget, deadline
 from .gorilla_compat import GorillaDB, cut_api_call, flavor_of
 from .identity import Key, describe, key, normalize_path
 from .parse import Call, parse_calls
@@ -103,8 +105,8 @@ class CodeIndex:
                 scored.append((sm.ratio(), cand))
             best = max(scored, key=lambda t: t[0])[1]
         out = (best, _differs(k, best))
-        if len(self._nearest) < 100_000:
-            self._nearest[k] = out
+        if len(self._nearest) < 100_000 and len(path) + sum(len(v) for _, v in ident) <= 512:
+            self._nearest[k] = out  # (model-made keys can be long: only short ones are kept)
         return out
 
     def _grams_of(self, k: Key) -> frozenset[str]:
@@ -114,18 +116,20 @@ class CodeIndex:
         return grams
 
     def _near_path(self, path: str) -> str | None:
-        if path not in self._paths_near:
-            guess = suggest(path, self.keys_by_path, 1)
+        if path in self._paths_near:
+            return self._paths_near[path]
+        guess = suggest(path, self.keys_by_path, 1)
+        if len(self._paths_near) < 100_000 and len(path) <= 512:  # bounded like _nearest
             self._paths_near[path] = guess[0] if guess else None
-        return self._paths_near[path]
+        return guess[0] if guess else None
 
     def check(self, output: str, gold: Any = None) -> Verdict:
-        chosen, first_calls = _choose_calls(output, self.paths)
+        chosen, first_calls, note = _choose_calls(output, self.paths)
         # variables as identifying arguments are rare: only then scan for assignments
         env = _assignments(output) if chosen and any(v[0] == "name" for c in chosen for _, v in c.args) else {}
         gold_keys = self.gold_keys(gold) if gold is not None else None
         if chosen is None and first_calls is None:
-            return make("unparsable", defects=[Defect("unparsable", "no call found in the output")])
+            return make("unparsable", defects=[Defect("unparsable", note or "no call found in the output")])
         if chosen is None:
             return self._hallucinated(list(first_calls), gold)
         context = frozenset(normalize_path(c.path) for c in chosen)
@@ -228,7 +232,8 @@ class CodeIndex:
 
     def gold_domain(self, gold: Any) -> str | None:
         if isinstance(gold, dict):
-            return gold.get("domain") or (gold.get("api_data") or {}).get("domain")
+            api_data = gold.get("api_data")  # an APIBench row; anything else has no domain
+            return gold.get("domain") or (api_data.get("domain") if isinstance(api_data, dict) else None)
         if isinstance(gold, ApiRecord):
             return gold.metadata.get("domain")
         if isinstance(gold, str):
@@ -247,19 +252,23 @@ def _main_namespace(records: list[ApiRecord]) -> str:
     return counts.most_common(1)[0][0] if counts else ""
 
 
-def _choose_calls(output: str, paths: set[str]) -> tuple[list[Call] | None, tuple[Call, ...] | None]:
-    """The API-like calls of the first snippet that has any, else the first calls seen."""
+def _choose_calls(output: str, paths: set[str]) -> tuple[list[Call] | None, tuple[Call, ...] | None, str | None]:
+    """The API-like calls of the first snippet that has any, else the first calls seen;
+    and why a snippet was left unparsed, if a budget stopped one."""
     first: tuple[Call, ...] | None = None
+    note = None
     for snippet in extract.snippets(output):
-        calls = parse_calls(snippet).calls
+        parsed = parse_calls(snippet)
+        note = note or parsed.note
+        calls = parsed.calls
         if not calls:
             continue
         api_like = [c for c in calls if normalize_path(c.path) in paths]
         if api_like:
-            return api_like, first
+            return api_like, first, note
         if first is None:
             first = calls
-    return None, first
+    return None, first, note
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -324,7 +333,10 @@ def index_for(catalog: Any, namespace: str | None = None) -> CodeIndex:
 
 def check_code(output: Any, catalog: Any, gold: Any = None, mode: str = "strict",
                namespace: str | None = None) -> Verdict:
-    """Check a model's code-style answer against a catalog. Never raises on bad output.
+    """Check a model's code-style answer against a catalog. Never raises on bad output:
+    whatever the answer, the result is a verdict, within the budget of `checker.budget`
+    (the first MAX_OUTPUT_CHARS characters are checked; a check out of time is
+    ``unparsable`` with that reason).
 
     ``catalog``: a Catalog, a list of ApiRecords or a CodeIndex. ``gold``: the gold
     call (string), a record id, an ApiRecord, or an APIBench ``api_data`` dict.
@@ -333,14 +345,19 @@ def check_code(output: Any, catalog: Any, gold: Any = None, mode: str = "strict"
         from .errors import CheckerError
 
         raise CheckerError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
-    text = _as_text(output)
     index = index_for(catalog, namespace)
     try:
-        if mode == "gorilla":
-            return index.check_gorilla(text, gold)
-        return index.check(text, gold)
+        with deadline():
+            text = _as_text(output)
+            verdict = index.check_gorilla(text[:MAX_OUTPUT_CHARS], gold) if mode == "gorilla" \
+                else index.check(text[:MAX_OUTPUT_CHARS], gold)
     except RecursionError:
         return make("unparsable", defects=[Defect("unparsable", "output nests too deeply to parse")])
+    except OverBudget as exc:
+        return make("unparsable", defects=[Defect("unparsable", str(exc))])
+    if len(text) > MAX_OUTPUT_CHARS:  # say so: the verdict is about the first part only
+        verdict = replace(verdict, details={**verdict.details, "checked_chars": MAX_OUTPUT_CHARS})
+    return verdict
 
 
 def _as_text(output: Any) -> str:
@@ -348,4 +365,9 @@ def _as_text(output: Any) -> str:
         return output
     if isinstance(output, (bytes, bytearray)):
         return bytes(output).decode("utf-8", errors="replace")
-    return "" if output is None else str(output)
+    if output is None:
+        return ""
+    try:
+        return str(output)
+    except ValueError:  # an int too long to print: no code in it either
+        return ""

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from apidb.record import ApiRecord
 
+from .budget import TIME_BUDGET, OverBudget, check_time, remaining
+
 from .repair import span_end, split_args
 
 _FUNC = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=\()")
@@ -151,6 +153,7 @@ def candidate_calls(text: str) -> list[tuple[str, str]]:
             continue
         m = _FUNC.match(text, pos)
         if m:
+            check_time()  # each call's span is scanned to its end: quadratic in nested calls
             if import_at >= 0 and "\n" not in text[import_at:pos]:
                 # with escaped newlines (literal "\\n") a whole answer is one line, and
                 # tree-sitter's recovery of the import statement swallows the name of
@@ -307,7 +310,15 @@ def _ts_key_args(parser, call: str, flavor: str) -> tuple[str, list[str]] | None
 
 
 def _ts_nodes(parser, candidate: str) -> tuple[dict[str, str], str]:  # noqa: ANN001
-    root = parser.parse(candidate.encode("utf-8", "replace")).root_node
+    # tree-sitter's error recovery is quadratic on some answers (56 KB of "x if y else ,"
+    # took 6 s): the parse gets what is left of the check's time budget, natively enforced
+    left = remaining()
+    parser.set_timeout_micros(0 if left is None else max(1, int(left * 1e6)))
+    try:
+        root = parser.parse(candidate.encode("utf-8", "replace")).root_node
+    except ValueError:  # "Parsing failed": the timeout
+        parser.reset()
+        raise OverBudget(f"not checked within the time budget ({TIME_BUDGET:g}s)") from None
     by_name: dict[str, str] = {}
     stack, last = [root], root
     while stack:

@@ -3,8 +3,10 @@
 Model output is often not valid Python: unquoted model ids
 (``model=SG161222/Realistic_Vision_V1.4``), unbalanced brackets, prose around the
 code. We parse the snippet as a module when we can; otherwise we repair what is
-repairable and parse each call-shaped span on its own. Never raises: the worst
-result is an empty list of calls.
+repairable and parse each call-shaped span on its own. Never raises on any text: the
+worst result is an empty list of calls (with a ``note`` saying why, when a budget of
+`checker.budget` stopped the parse). The one exception is `budget.OverBudget`, raised
+between parse attempts when the current check's deadline has passed.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .budget import BoundedCache, check_time, too_complex
 from .repair import (BARE_ID_FULL, closers, close_quote, cut_points, max_depth, positional_first,
                      quote_bare_ids, repairs, span_end)
 
@@ -51,6 +54,7 @@ class Call:
 class Parsed:
     calls: tuple[Call, ...]
     repaired: bool = False
+    note: str | None = None  # why the text was not (fully) parsed, when a budget stopped it
 
 
 _CALL_START = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*\s*\(")
@@ -185,6 +189,7 @@ def _parsers() -> tuple[Any, Any]:
 
 
 def _try_module(text: str) -> list[Call] | None:
+    check_time()  # every attempt costs up to ~1 s on 20,000 characters: stop when time is up
     try:
         return _collect(_parsers()[0](text))
     except Exception:  # noqa: BLE001 - libcst raises ParserSyntaxError and friends
@@ -192,6 +197,7 @@ def _try_module(text: str) -> list[Call] | None:
 
 
 def _try_expr(text: str) -> list[Call] | None:
+    check_time()
     try:
         return _collect(_parsers()[1](text))
     except Exception:  # noqa: BLE001
@@ -236,20 +242,37 @@ def _scan(text: str) -> list[Call]:
     return out
 
 
-@lru_cache(maxsize=8_192)
+_CACHE = BoundedCache()
+
+
 def parse_calls(text: str) -> Parsed:
-    """All calls in ``text`` in pre-order; repaired when the text is not valid Python."""
+    """All calls in ``text`` in pre-order; repaired when the text is not valid Python.
+
+    Cached by the text actually parsed (at most MAX_CHARS of it), in a cache bounded in
+    entries and characters: distinct 1 MB answers cost 20 KB each, not 1 MB.
+    """
     if not isinstance(text, str) or ("(" not in text and "--" not in text):
         return Parsed(())
-    text = text.replace("\x00", "")
-    if len(text) > MAX_CHARS:
-        text = text[:MAX_CHARS]
+    text = text.replace("\x00", "")[:MAX_CHARS]
+    return _CACHE.get_or_compute(text, _parse)
+
+
+parse_calls.cache_clear = _CACHE.clear  # type: ignore[attr-defined]  # as with the lru_cache it replaces
+
+
+def _parse(text: str) -> Parsed:
+    # libcst only ever sees text within the complexity budget: an operator chain of
+    # thousands costs minutes, nesting of thousands overflows its stack (the process dies)
+    why = too_complex(text)
+    if why:
+        return Parsed((), repaired=True, note=why)
     fixes: list[str] = []
     if max_depth(text) <= MAX_DEPTH:
         calls = _try_module(text)
         if calls:
             return Parsed(tuple(calls))
-        fixes = repairs(text)
+        # a repair can move string boundaries (unescaping \\'): each is checked again
+        fixes = [f for f in repairs(text) if too_complex(f) is None]
         for fixed in fixes:
             calls = _try_module(fixed)
             if calls:

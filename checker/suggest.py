@@ -5,8 +5,11 @@ import difflib
 import re
 from collections.abc import Iterable
 
+from .budget import check_time
+
 _SEP = re.compile(r"[\s_\-./:]+")
 _NORMS: dict[str, str] = {}
+MAX_NAME = 256  # longer names get no suggestions
 
 
 def _norm(name: str) -> str:
@@ -31,8 +34,8 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     character-count upper bounds can still reach the n-th best score so far, taking
     candidates by decreasing length bound. The result is the same as scoring all.
     """
-    if not isinstance(name, str) or not name:
-        return []
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+        return []  # (a name of thousands of characters is no typo; comparing it costs seconds)
     pool = list(dict.fromkeys(x for x in names if isinstance(x, str) and x))
     if not pool:
         return []
@@ -40,7 +43,9 @@ def suggest(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     scored: list[tuple[float, str]] = []
     rest: list[tuple[float, str, str]] = []
     lt = len(target)
-    for cand in pool:
+    for i, cand in enumerate(pool):
+        if i % 1024 == 1023:
+            check_time()  # a catalog of 100k names, within the check's deadline
         norm = _norm(cand)
         if not norm:
             continue

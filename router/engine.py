@@ -21,17 +21,8 @@ from . import explain
 from . import text as rtext
 from .budget import admit
 from .config import METHODS, RouterConfig, config_for_model
-from .dense import (
-    DEFAULT_MODEL,
-    DenseIndex,
-    Embedder,
-    default_cache_dir,
-    embed_with_cache,
-    encode_with_spans,
-    intra_op_threads,
-    resolve_encoder,
-    shared_cache,
-)
+from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
+                    intra_op_threads, resolve_encoder, shared_cache)
 from .errors import RouterError
 from .fusion import Ranking, fuse, interleave, rrf
 from .lexical import LexicalIndex

@@ -9,13 +9,22 @@ Layout of ``<catalog>.index/``::
 A build writes a new ``build-<token>/`` directory, then replaces ``manifest.json``
 atomically (temp file + ``os.replace``), then deletes older builds. A killed build
 therefore leaves the previous manifest and build in place and usable.
+
+Integrity: the manifest holds the sha256 of every file of its build, checked at load. A
+file that fails its checksum (a flipped bit changes faiss' top 5 silently) is treated as
+missing: BM25 rebuilt in memory, dense vectors from the embedding cache (a zip whose
+members carry CRCs) or dense search off, each with a warning. Every file and folder of
+the index takes the catalog file's permissions, so whoever may read the catalog may read
+its index (a 0600 manifest made other users of a shared catalog route keyword-only).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
 import uuid
@@ -27,21 +36,14 @@ from apidb.catalog import Catalog, default_db_path
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import (
-    DEFAULT_MODEL,
-    DenseIndex,
-    Embedder,
-    embed_with_cache,
-    model_identity,
-    resolve_encoder,
-    shared_cache,
-    vector_space,
-)
+from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder,
+                    shared_cache, vector_space)
 from .errors import RouterError
 from .lexical import LexicalIndex
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+_BUILD_NAME = re.compile(r"build-[0-9a-f]{12}")
 
 
 def index_dir_for(db_path: str | os.PathLike[str]) -> Path:
@@ -84,7 +86,69 @@ def _read_manifest(index_dir: Path) -> dict:
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != FORMAT or "build" not in data:
         raise ValueError("not a toolsift index manifest of this version")
+    if not isinstance(data["build"], str) or not _BUILD_NAME.fullmatch(data["build"]):
+        raise ValueError(f"build {str(data['build'])[:40]!r} is not a build folder name")
     return data
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _checksums(bdir: Path) -> dict[str, str]:
+    """sha256 of every file of a build, by path relative to the build folder."""
+    return {p.relative_to(bdir).as_posix(): _sha256(p) for p in sorted(bdir.rglob("*")) if p.is_file()}
+
+
+def _failing(bdir: Path, manifest: dict) -> set[str] | None:
+    """Files of the build whose content does not match the manifest's checksum (or that
+    are missing); None when the manifest has no checksums (built by an older toolsift)."""
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        return None
+    bad = set()
+    for rel, digest in files.items():
+        path = bdir / str(rel)
+        try:
+            ok = path.resolve().is_relative_to(bdir.resolve()) and _sha256(path) == digest
+        except OSError:
+            ok = False
+        if not ok:
+            bad.add(str(rel))
+    return bad
+
+
+def _distrust(failing: set[str] | None, prefix: str) -> str | None:
+    """Why the build's files under ``prefix`` must not be used (see `_failing`), or None."""
+    if failing is None:
+        return "has no checksums (built by an older toolsift)"
+    bad = sorted(f for f in failing if f.startswith(prefix))
+    return f"fails its checksum ({', '.join(bad)[:120]} damaged or changed since the build)" if bad else None
+
+
+def _modes_of(db: Path) -> tuple[int, int] | None:
+    """(file mode, folder mode) for an index that may be read by whoever may read the
+    catalog: the catalog's read/write bits (the owner keeps read/write), folders +x where
+    readable. None if the catalog cannot be stat'ed."""
+    try:
+        mode = (stat.S_IMODE(os.stat(db).st_mode) & 0o666) | 0o600
+    except OSError:
+        return None
+    return mode, mode | ((mode & 0o444) >> 2)
+
+
+def _share_like_catalog(idir: Path, db: Path) -> None:
+    """Every file and folder of the index gets the catalog's permissions. Best effort: a
+    file another user owns keeps its own."""
+    modes = _modes_of(db)
+    if modes is None:
+        return
+    for path in [idir, *idir.rglob("*")]:
+        try:
+            os.chmod(path, modes[1] if path.is_dir() else modes[0])
+        except OSError:
+            continue
 
 
 def _catalog_digest(hashes: dict[str, str]) -> str:
@@ -102,7 +166,7 @@ def _catalog_records(db_path: Path) -> tuple[list[ApiRecord], int, str]:
     """The records in id order, the catalog generation and its `_catalog_digest`."""
     import gc
 
-    with Catalog.open(db_path) as cat:
+    with Catalog.open(db_path, readonly=True) as cat:  # routing never writes the catalog
         gc.disable()  # 20k records allocate ~1M objects: the collector's passes cost ~40% of the load
         try:
             records = sorted(cat.records(), key=lambda r: r.id)
@@ -136,9 +200,11 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     if old and old.get("digest") == digest and old.get("model") == model_id \
             and old.get("model_identity", identity) == identity \
             and old.get("vectors", "fp32") == vector_space(encoder) \
-            and old.get("field_weights") == weights and (idir / old["build"]).is_dir():
+            and old.get("field_weights") == weights and (idir / old["build"]).is_dir() \
+            and _failing(idir / old["build"], old) == set():  # a damaged build is rebuilt
         if old.get("catalog_digest") != catalog_digest:  # built by an older toolsift, or text.py edited
-            _write_manifest(idir, {**old, "catalog_digest": catalog_digest})
+            _write_manifest(idir, {**old, "catalog_digest": catalog_digest}, db)
+        _share_like_catalog(idir, db)
         return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
 
     embedder = Embedder(model_id, encoder)
@@ -162,20 +228,27 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
                 "model_identity": identity, "encoder": embedder.backend, "vectors": vector_space(encoder),
                 "dense_index": dense.describe(),
                 "dim": int(vecs.shape[1]), "records": len(records), "digest": digest,
-                "catalog_digest": catalog_digest, "field_weights": weights, "created": time.time()}
-    _write_manifest(idir, manifest)
+                "catalog_digest": catalog_digest, "field_weights": weights, "created": time.time(),
+                "files": _checksums(bdir)}
+    _share_like_catalog(idir, db)  # before the manifest makes the build current
+    _write_manifest(idir, manifest, db)
     for stale in idir.glob("build-*"):  # older builds and leftovers of killed builds
         if stale.name != build:
             shutil.rmtree(stale, ignore_errors=True)
     return IndexReport(str(idir), len(records), embedded, len(records) - embedded, time.perf_counter() - t0)
 
 
-def _write_manifest(idir: Path, manifest: dict) -> None:
-    """Replace the manifest atomically (temp file + rename)."""
+def _write_manifest(idir: Path, manifest: dict, db: Path) -> None:
+    """Replace the manifest atomically (temp file + rename), with the catalog's permissions."""
     fd, tmp = tempfile.mkstemp(dir=idir, prefix=".manifest-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=1)
-    os.replace(tmp, idir / MANIFEST)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fd, (_modes_of(db) or (0o600, 0))[0])  # mkstemp makes it 0600
+            json.dump(manifest, fh, indent=1)
+        os.replace(tmp, idir / MANIFEST)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
@@ -214,9 +287,13 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
     same_model = manifest.get("model_identity", identity) == identity
     same_space = manifest.get("vectors", "fp32") == vector_space(encoder)
     fresh = same_records and manifest.get("field_weights") == weights
+    # files are used only after their checksums match the manifest
+    failing = _failing(bdir, manifest) if fresh or (same_records and same_model) else set()
     lexical = None
     if fresh:
         try:
+            if why := _distrust(failing, "bm25/"):
+                raise RouterError(f"{bdir / 'bm25'}: {why}")
             lexical = LexicalIndex.load(bdir / "bm25")
             if lexical.n_docs != len(records):
                 raise RouterError(f"{bdir / 'bm25'}: holds {lexical.n_docs} documents, catalog has {len(records)}")
@@ -239,14 +316,17 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
         warnings.append(f"the index holds {manifest.get('vectors', 'fp32')} vectors (encoder "
                         f"{manifest.get('encoder', 'torch')}); encoder {encoder} makes {vector_space(encoder)} vectors")
     dense = _load_dense(bdir, idir, records, model_id, same_records and same_model and same_space, warnings,
-                        rebuild, encoder)
+                        rebuild, encoder,
+                        _distrust(failing, "dense.faiss") if same_records and same_model and same_space else None)
     return LoadedIndex(records, lexical, dense, model_id, idir / "cache", warnings, encoder)
 
 
 def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str, fresh: bool,
-                warnings: list[str], rebuild: str, encoder: str) -> DenseIndex | None:
+                warnings: list[str], rebuild: str, encoder: str, untrusted: str | None) -> DenseIndex | None:
     if fresh:
         try:
+            if untrusted:
+                raise RouterError(f"{bdir / 'dense.faiss'}: {untrusted}")
             return DenseIndex.read(bdir / "dense.faiss", len(records))
         except RouterError as exc:
             reason = str(exc)

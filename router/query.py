@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from apidb.safe_io import lone_surrogate
+
 from .errors import RouterError
 
 MAX_QUERY_CHARS = 50_000   # a plain query longer than this is refused (clear error)
@@ -65,7 +67,17 @@ def build_query(messages: Iterable[dict[str, Any]]) -> str:
 
 
 def normalize_query(query_or_messages: Any) -> str:
-    """A non-empty, bounded query string from a str or a messages list, else RouterError."""
+    """A non-empty, bounded query string of valid Unicode from a str or a messages list,
+    else RouterError."""
+    query = _normalize(query_or_messages)
+    # a lone surrogate (JSON "\ud800") cannot be encoded: the tokenizer would raise mid-run
+    if (i := lone_surrogate(query)) is not None:
+        raise RouterError(f"query holds a lone surrogate \\u{ord(query[i]):04x} at character {i} "
+                          "(not valid Unicode)")
+    return query
+
+
+def _normalize(query_or_messages: Any) -> str:
     if isinstance(query_or_messages, str):
         query = query_or_messages.strip()
         if not query:

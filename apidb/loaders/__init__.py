@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ..errors import LoadError
+from ..safe_io import lone_surrogate
 from .common import LoadResult, Problems, read_source
 
 # Order matters for detection: the most specific shapes first.
@@ -37,6 +38,10 @@ def load(path: str | Path, format: str | None = None, namespace: str | None = No
          skip_invalid: bool = False) -> LoadResult:
     """Load one source file. Bad records raise `LoadError` unless ``skip_invalid``."""
     path = Path(path)
+    if namespace is not None and (i := lone_surrogate(namespace)) is not None:
+        # (a command-line argument that is not UTF-8 arrives with lone surrogates in it)
+        raise LoadError(str(path), f"namespace {namespace!r} is not valid Unicode (a lone surrogate at "
+                        f"character {i})", field="namespace")
     if format is not None and format not in FORMATS:
         raise LoadError(str(path), f"unknown format {format!r} (choose from: {', '.join(FORMATS)})")
     data = read_source(path)

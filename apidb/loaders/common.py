@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from ..errors import LoadError
 from ..jsonl import JsonLineError, parse_lines
+from ..safe_io import UnsafeDocument, format_trail, loads_json, loads_yaml, read_regular_file
 from ..record import ApiRecord
 
 _WORD = re.compile(r"[^a-zA-Z0-9_.\-]+")
@@ -45,11 +46,16 @@ def read_source(path: Path) -> Any:
     """Parse a JSON, JSON Lines or YAML file; a bad file is a one-line LoadError.
 
     ``.json`` files that hold one object per line (BFCL ships those) are read as JSON Lines.
+    Only regular files within the size limit are read, and every document is checked
+    against the limits of `apidb.safe_io` (nesting, alias expansion, integers, Unicode)
+    before any loader sees it.
     """
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path)
     except OSError as exc:
         raise LoadError(str(path), f"cannot read file ({exc.strerror or exc})") from None
+    except ValueError as exc:  # a pipe, a device, or over the size limit
+        raise LoadError(str(path), str(exc)) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -62,7 +68,9 @@ def read_source(path: Path) -> Any:
     if suffix == ".jsonl":
         return _read_jsonl(path, text)
     try:
-        return json.loads(text)
+        return loads_json(text)
+    except UnsafeDocument as exc:
+        raise _unsafe(path, exc) from None
     except json.JSONDecodeError as exc:
         if _looks_like_jsonl(text):
             return _read_jsonl(path, text)
@@ -74,39 +82,50 @@ def read_source(path: Path) -> Any:
         raise LoadError(str(path), f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
+def _unsafe(path: Path, exc: UnsafeDocument, line: int | None = None) -> LoadError:
+    """A limit broken somewhere in a document: the record is the first step of the path
+    (a list index or a top-level key), the field the rest of it."""
+    trail = exc.trail
+    record = line - 1 if line is not None else (trail[0] if trail else None)
+    field = format_trail(trail if line is not None else trail[1:]) or None
+    where = f"line {line}: " if line is not None else (
+        f"line {exc.lineno} column {exc.colno}: " if exc.lineno is not None else "")
+    return LoadError(str(path), where + exc.reason, record=record, field=field)
+
+
 def _looks_like_jsonl(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0].strip()
     if not first.startswith("{"):
         return False
     try:
-        json.loads(first)
-    except json.JSONDecodeError:
+        loads_json(first)
+    except (json.JSONDecodeError, UnsafeDocument):
         return False
     return True
 
 
 def _read_jsonl(path: Path, text: str) -> list[Any]:
     try:
-        return [row for _, row in parse_lines(text)]
+        return [row for _, row in parse_lines(text, strict_unicode=True)]
     except JsonLineError as exc:
+        if exc.unsafe is not None:
+            raise _unsafe(path, exc.unsafe, exc.lineno) from None
         raise LoadError(str(path), f"malformed JSON on line {exc.lineno} column {exc.colno}: {exc.msg}",
                         record=exc.lineno - 1) from None
 
 
 def _read_yaml(path: Path, text: str) -> Any:
-    import yaml  # only YAML sources pay for the import
+    import yaml
 
-    # libyaml's loader when present: pure-Python YAML takes seconds on a 1 MB OpenAPI spec
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)
+        return loads_yaml(text)
+    except UnsafeDocument as exc:
+        raise _unsafe(path, exc) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise LoadError(str(path), f"malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    # YAML has dates and non-string keys (``200:``) that JSON lacks; records are stored as
-    # JSON, so make the document JSON-shaped here rather than fail when it is written
-    return json.loads(json.dumps(data, default=str))
+        why = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        raise LoadError(str(path), f"malformed YAML{where}: {why}") from None
 
 
 def schema_problem(schema: Any) -> str | None:

@@ -83,7 +83,8 @@ def _parse_servers(servers: list[Any], namespace: str | None, problems: Problems
     clashes: Counter[str] = Counter()
     if namespace:  # names several servers define must be qualified within the one namespace
         for _, _, _, block in blocks:
-            clashes.update({t.get("name") for t in block["tools"] if isinstance(t, dict)})
+            # (only string names: anything else is reported as an invalid tool below)
+            clashes.update({t["name"] for t in block["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)})
     records = []
     for i, server, key, block in blocks:
         ns = namespace or slug(key)

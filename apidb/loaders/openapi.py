@@ -3,6 +3,10 @@
 Path-level and operation-level parameters and the JSON request body are merged into
 one object schema, the shape a model fills in when it calls the operation. Local
 ``$ref``s are inlined; a reference cycle is cut off with a stub instead of recursing.
+Inlining multiplies: a 4 KB spec whose schemas each refer to the next one eight times
+expands to billions of values. So the document gets a budget of values to expand to
+(proportional to its own size, see apidb.safe_io) and exceeding it is a LoadError naming
+the operation, not minutes of work.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..record import ApiRecord, make_id
+from ..safe_io import expansion_budget
 from .common import Problems, schema_problem, slug, unique_ids
 
 FORMAT = "openapi"
@@ -50,6 +55,17 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
     ns = namespace or default_namespace(path, data)
     resolver = _Resolver(data)
     records = []
+    try:
+        _operations(data, ns, resolver, problems, records)
+    except _OverBudget:
+        raise problems.fatal(f"$ref expansion exceeds {resolver.budget:,} values (the budget for a document "
+                             f"of this size); the schemas refer to each other too many times",
+                             record=resolver.where, field=resolver.field) from None
+    return unique_ids(records)
+
+
+def _operations(data: dict[str, Any], ns: str, resolver: "_Resolver", problems: Problems,
+                records: list[ApiRecord]) -> None:
     for api_path, item in data["paths"].items():
         if isinstance(item, dict) and isinstance(item.get("$ref"), str):  # rare: a shared path item
             item = resolver.lookup(item["$ref"]) if item["$ref"].startswith("#/") else None
@@ -65,10 +81,10 @@ def parse(path: Path, data: Any, namespace: str | None, problems: Problems) -> l
             if not isinstance(op, dict):
                 problems.invalid("operation must be an object", record=endpoint)
                 continue
+            resolver.where = endpoint
             rec = _operation(ns, api_path, method, op, shared, resolver, problems)
             if rec is not None:
                 records.append(rec)
-    return unique_ids(records)
 
 
 def _operation(ns: str, api_path: str, method: str, op: dict[str, Any], shared: list[Any],
@@ -76,11 +92,13 @@ def _operation(ns: str, api_path: str, method: str, op: dict[str, Any], shared: 
     endpoint = f"{method.upper()} {api_path}"
     op_id = op.get("operationId")
     name = op_id.strip() if isinstance(op_id, str) and op_id.strip() else operation_name(method, api_path)
+    resolver.field = "parameters"
     params = _merge_parameters(shared, op.get("parameters") or [], resolver)
     if isinstance(params, str):
         problems.invalid(params, record=endpoint, field="parameters")
         return None
     schema, locations = _parameters_schema(params)
+    resolver.field = "requestBody"
     body = resolver.resolve(op.get("requestBody"))
     body_schema = _request_body_schema(body, resolver)
     if body_schema is not None:
@@ -194,11 +212,32 @@ def _merge_body(schema: dict[str, Any], locations: dict[str, str], body: dict[st
         schema.setdefault("required", []).append("body")
 
 
+class _OverBudget(Exception):
+    """The document's expansion budget ran out (the resolver knows where)."""
+
+
+def _count(value: Any) -> int:
+    n, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        n += 1
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return n
+
+
 class _Resolver:
-    """Inlines local ``#/...`` references, cutting cycles with a stub."""
+    """Inlines local ``#/...`` references, cutting cycles with a stub, within a budget of
+    values for the whole document (the same rule as YAML alias expansion)."""
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
+        self.budget = expansion_budget(_count(spec))
+        self.left = self.budget
+        self.where: str | None = None  # the operation and field being resolved, for the error
+        self.field: str | None = None
 
     def lookup(self, ref: str) -> Any:
         node: Any = self.spec
@@ -210,6 +249,9 @@ class _Resolver:
         return node
 
     def resolve(self, node: Any, stack: tuple[str, ...] = (), depth: int = 0) -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise _OverBudget()
         if depth > _MAX_DEPTH:
             return {"description": "(schema nested too deeply; truncated)"}
         if isinstance(node, list):

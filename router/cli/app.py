@@ -73,8 +73,12 @@ def main() -> None:
     try:
         app(prog_name="toolsift")
     except ToolsiftError as exc:
+        from apidb.display import (
+            printable,  # messages quote catalog data: escape control characters
+        )
+
         sys.stdout.flush()
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {printable(exc)}", err=True)
         sys.exit(USAGE)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from apidb.catalog import Catalog, SyncReport
+from apidb.display import printable
 
 from .errors import CliError
 from .options import Db, Json, catalog_path
@@ -36,7 +37,7 @@ def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES...", show_def
         records.extend(res.records)
         namespaces |= res.namespaces
         for skipped in res.skipped:
-            typer.echo(f"skipped: {skipped}", err=True)  # one line each, never wrapped
+            typer.echo(f"skipped: {printable(skipped)}", err=True)  # one line each, never wrapped
     records = _check_unique(records)
     with Catalog(catalog_path(db)) as cat:
         report = cat.sync(records, namespaces)
@@ -71,7 +72,7 @@ def _print_report(report: SyncReport, results) -> None:
 
 def stats(db: Db = None, as_json: Json = False) -> None:
     """Records per namespace and per source format."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         data = cat.stats()
     if wants_json(as_json):
         print_json(data)
@@ -86,7 +87,7 @@ def list_(db: Db = None,
           as_json: Json = False,
           limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all).")) -> None:
     """List records (id, namespace, name, description, call)."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         if namespace and namespace not in cat.namespaces():
             raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
         records = cat.records(namespace)
@@ -95,7 +96,12 @@ def list_(db: Db = None,
     if wants_json(as_json):
         print_json([_brief(r) for r in records])
         return
-    show(table(("id", "description"), [(r.id, ellipsize(r.description, 160)) for r in records], keep_whole=("id",)))
+    # the name only when an id does not already end with it (ids are namespace/name, made unique)
+    if all(r.id.split("/", 1)[-1].split("~")[0] == r.name for r in records):
+        show(table(("id", "description"), [(r.id, ellipsize(r.description, 160)) for r in records], keep_whole=("id",)))
+    else:
+        show(table(("id", "name", "description"), [(r.id, r.name, ellipsize(r.description, 160)) for r in records],
+                   keep_whole=("id",)))
 
 
 def _brief(r) -> dict:
@@ -109,7 +115,7 @@ def show_record(record_id: str = typer.Argument(..., metavar="ID", show_default=
                                                help="Record id (see `catalog list`)."),
                 db: Db = None, as_json: Json = False) -> None:
     """Print one record as JSON (indented on a terminal, one line on a pipe or with --json)."""
-    with Catalog.open(catalog_path(db)) as cat:
+    with Catalog.open(catalog_path(db), readonly=True) as cat:
         rec = cat.get(record_id)
     if rec is None:
         raise CliError(f"no record with id {record_id!r}")

@@ -32,16 +32,21 @@ from .checked import (
 )
 from .errors import CliError
 from .options import Db, Json, catalog_path
-from .output import ellipsize, print_jsonl, say, show, table, wants_json
+from .output import dumps, ellipsize, print_jsonl, say, show, table, wants_json
 
 
 def check_line(lineno: int, line: str, cat: CheckCatalog, mode: str) -> dict[str, Any]:
     """One input line -> one output object; problems become an 'error' verdict naming the line."""
-    try:
-        obj = json.loads(line)
+    from apidb.safe_io import UnsafeDocument, loads_json
+
+    try:  # within the limits of apidb.safe_io: a 5,000-digit number or [[[[... is this line's error
+        obj = loads_json(line, strict_unicode=False)
     except json.JSONDecodeError as exc:
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})", "defects": []}
+    except UnsafeDocument as exc:
+        return {"id": None, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: {exc}", "defects": []}
     if not isinstance(obj, dict):
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
                 "error": f"line {lineno}: expected an object, got {type(obj).__name__}", "defects": []}
@@ -63,6 +68,10 @@ def check_line(lineno: int, line: str, cat: CheckCatalog, mode: str) -> dict[str
                     "error": f"line {lineno}: needs 'output' (code) or 'calls' (JSON tool calls)", "defects": []}
     except ToolsiftError as exc:
         return {"id": rid, "line": lineno, "verdict": "error", "ok": False, "error": f"line {lineno}: {exc}",
+                "defects": []}
+    except Exception as exc:  # noqa: BLE001 - a checker bug on one line must not lose the others' verdicts
+        return {"id": rid, "line": lineno, "verdict": "error", "ok": False,
+                "error": f"line {lineno}: could not be checked ({type(exc).__name__}: {str(exc)[:200]})",
                 "defects": []}
     return {"id": rid, **v.to_dict()}
 
@@ -122,7 +131,7 @@ def check(
                 row = check_line(lineno, line, cat, mode)
                 rows.append(row)
                 if as_json:  # streamed: a long file shows its first verdicts at once
-                    sys.stdout.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    sys.stdout.write(dumps(row) + "\n")  # control characters escaped
                 progress.advance(task)
         if not as_json:
             print_verdicts(rows)

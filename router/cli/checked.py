@@ -114,7 +114,7 @@ class CheckCatalog:
             else:
                 from apidb.catalog import Catalog
 
-                with Catalog.open(self.db) as cat:
+                with Catalog.open(self.db, readonly=True) as cat:
                     recs = cat.records()
             if self.namespace is not None:
                 recs = [r for r in recs if r.namespace == self.namespace]

@@ -9,10 +9,11 @@ rich is imported only when a table is actually drawn: a piped `toolsift route` n
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any, Iterable, Sequence
+
+from apidb.display import json_text, printable
 
 # Exit codes every command uses (docs/cli.md).
 OK, DEFECTIVE, USAGE, INTERRUPTED = 0, 1, 2, 130
@@ -36,7 +37,9 @@ def wants_json(flag: bool) -> bool:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """One line of JSON; control and reordering characters of catalog data written as \\u escapes
+    (apidb.display), so a hostile tool description cannot drive the terminal."""
+    return json_text(value, default=str)
 
 
 def print_json(value: Any) -> None:
@@ -58,9 +61,11 @@ def console(stderr: bool = False):
 
 
 def say(text: str, *, err: bool = False) -> None:
-    """One line of prose, printed as is (no markup, no wrapping)."""
+    """Prose, printed as is (no markup, no wrapping); control characters in it escaped
+    (apidb.display), line breaks and tabs kept."""
     stream = sys.stderr if err else sys.stdout
-    stream.write(text + "\n")
+    stream.write("\n".join("\t".join(printable(cell) for cell in line.split("\t"))
+                            for line in str(text).split("\n")) + "\n")
 
 
 def warn(text: str) -> None:
@@ -75,10 +80,11 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str |
     ``right``: short numeric columns, right-aligned and never wrapped."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     rows = [[str(x) for x in r] for r in rows]
     # SIMPLE_HEAD: no vertical rules, so narrow terminals keep their columns for content
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(title=None if title is None else Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, col in enumerate(columns):
         widest = max([len(col)] + [len(r[i]) for r in rows])
         if col in keep_whole:
@@ -87,8 +93,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str |
             t.add_column(col, no_wrap=True, justify="right", min_width=min(widest, 12))
         else:
             t.add_column(col, overflow="fold", ratio=1)
-    for r in rows:
-        t.add_row(*r)
+    for r in rows:  # catalog data: escaped, never rich markup
+        t.add_row(*(Text(printable(x)) for x in r))
     return t
 
 

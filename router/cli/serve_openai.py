@@ -64,7 +64,6 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool) -> None:
     from apidb.catalog import default_db_path
-
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
     from router.middleware.server import bind, serve
