@@ -118,6 +118,8 @@ def audit_cmd(
     if gold_rows is not None:
         warnings, mismatch = gold_mismatch(rows, gold_rows, index, namespace)
         if mismatch and not allow_mismatch:
+            for w in warnings:
+                warn(w)
             raise CliError(f"{gold}: {mismatch} (--allow-mismatch scores it anyway)")
         if mismatch:
             warnings.append(mismatch)

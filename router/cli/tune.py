@@ -86,7 +86,7 @@ def tune(db: Db = None,
 
         out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
                           f"weights {RouterConfig().weights}", highlight=False)
-    out_console.print(f"use it: toolsift index --db {db} --model {out}", highlight=False)
+    out_console.print(f"use it: toolsift index --db {catalog_path(db)} --model {out}", highlight=False)
 
 
 def _busy(message: str, quiet: bool):
