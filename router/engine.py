@@ -22,12 +22,13 @@ from . import text as rtext
 from .budget import admit
 from .config import METHODS, RouterConfig, config_for_model
 from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
-                    intra_op_threads, resolve_encoder, shared_cache)
+                    intra_op_threads, resolve_encoder)
 from .errors import RouterError
 from .fusion import Ranking, fuse, interleave, rrf
 from .lexical import LexicalIndex
 from .query import normalize_query, sentence_spans, split_query
 from .selection import Selection, SelectionList
+from .vector_store import vector_cache
 from .tokens import tool_tokens
 
 _GROUP_KEYS = ("tool_name", "tool", "server")
@@ -76,6 +77,7 @@ class Router:
         self._dense = dense
         self._dense_enabled = dense_enabled or dense is not None
         self._cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self._index_cache: Path | None = None  # <catalog>.index/cache for a router opened on a catalog
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
 
@@ -91,9 +93,11 @@ class Router:
         from .index import load_index
 
         loaded = load_index(db_path, index_dir=index_dir, model=model, config=config, encoder=encoder)
-        return cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
-                   cache_dir=loaded.cache_dir, dense_enabled=loaded.dense is not None,
-                   config=config, warnings=loaded.warnings, encoder=loaded.encoder)
+        router = cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
+                     dense_enabled=loaded.dense is not None, config=config, warnings=loaded.warnings,
+                     encoder=loaded.encoder)
+        router._index_cache = loaded.cache_dir  # read first; the user-level cache after it
+        return router
 
     @classmethod
     def from_records(cls, records: Iterable[ApiRecord], *, model: str | None = None,
@@ -111,8 +115,10 @@ class Router:
     def with_records(self, records: Iterable[ApiRecord]) -> "Router":
         """A router over another tool list with this one's model, cache and settings:
         unchanged tools reuse their cached vectors, so only new tools are encoded."""
-        return Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
-                      dense_enabled=self._dense_enabled, encoder=self.encoder)
+        router = Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
+                        dense_enabled=self._dense_enabled, encoder=self.encoder)
+        router._index_cache = self._index_cache
+        return router
 
     # ---- dense side ------------------------------------------------------------------
     @property
@@ -130,7 +136,8 @@ class Router:
         return self._dense
 
     def _build_dense(self) -> DenseIndex:
-        cache = shared_cache(self._cache_dir, self.model_id, self.encoder)
+        # the index's cache, the user-level one, the shipped vectors; the model only for the rest
+        cache = vector_cache(self.model_id, self.encoder, index_cache=self._index_cache, user_dir=self._cache_dir)
         vecs, _ = embed_with_cache(self.embedder, cache, [rtext.embedding_key(r) for r in self.records],
                                    lambda i: rtext.record_passage(self.records[i]))
         return DenseIndex(vecs)

@@ -36,10 +36,10 @@ from apidb.catalog import Catalog, default_db_path
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder,
-                    shared_cache, vector_space)
+from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
 from .errors import RouterError
 from .lexical import LexicalIndex
+from .vector_store import vector_cache
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -208,13 +208,15 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
         return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
 
     embedder = Embedder(model_id, encoder)
-    cache = shared_cache(idir / "cache", model_id, encoder)
+    # this index's cache, then the user-level one shared by every catalog, then shipped vectors
+    cache = vector_cache(model_id, encoder, index_cache=idir / "cache")
     hashes = [rtext.embedding_key(r) for r in records]
     missing = sum(v is None for v in cache.get_many(hashes))
     if on_start:
         on_start(missing)
     vecs, embedded = embed_with_cache(embedder, cache, hashes, lambda i: rtext.record_passage(records[i]),
                                       on_batch=on_batch)
+    cache.save()  # vectors found in a later layer (user cache, shipped) are now in the index's own cache
 
     idir.mkdir(parents=True, exist_ok=True)
     build = f"build-{uuid.uuid4().hex[:12]}"
@@ -332,8 +334,8 @@ def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str,
             reason = str(exc)
     else:
         reason = "the dense index is stale"
-    cache = shared_cache(idir / "cache", model_id, encoder)
-    vecs = cache.get_many(rtext.embedding_key(r) for r in records)
+    cache = vector_cache(model_id, encoder, index_cache=idir / "cache")
+    vecs = cache.get_many([rtext.embedding_key(r) for r in records])
     if all(v is not None for v in vecs):
         import numpy as np
 
@@ -344,3 +346,23 @@ def _load_dense(bdir: Path, idir: Path, records: list[ApiRecord], model_id: str,
     warnings.append(f"{reason} and {missing} record(s) have no cached vector: dense search off, "
                     f"BM25 only ({rebuild.replace('build', 'rebuild')})")
     return None
+
+
+def index_status(db_path: str | os.PathLike[str] | None = None, *,
+                 index_dir: str | os.PathLike[str] | None = None) -> dict:
+    """What `toolsift doctor` reports about a catalog's index: where it is, whether it exists, what
+    built it, and whether it is stale (the catalog or the text rules changed since)."""
+    db = Path(db_path) if db_path else default_db_path()
+    idir = Path(index_dir) if index_dir else index_dir_for(db)
+    status: dict = {"path": str(idir), "exists": False}
+    try:
+        manifest = _read_manifest(idir)
+    except FileNotFoundError:
+        return status
+    except (OSError, ValueError) as exc:
+        return {**status, "exists": True, "error": f"manifest unreadable ({type(exc).__name__}: {exc})"[:200]}
+    records, _, catalog_digest = _catalog_records(db)
+    stale = not (manifest.get("catalog_digest") == catalog_digest or manifest.get("digest") == _digest(records))
+    return {**status, "exists": True, "records": manifest.get("records"), "model": manifest.get("model"),
+            "encoder": manifest.get("encoder"), "vectors": manifest.get("vectors", "fp32"),
+            "built": manifest.get("created"), "stale": stale}

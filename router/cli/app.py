@@ -27,7 +27,7 @@ from .output import INTERRUPTED, USAGE
 
 GROUP = "toolsift.commands"
 # The order commands are listed in `toolsift --help`: the main flow first.
-ORDER = ("catalog", "index", "route", "check", "audit", "serve", "tune", "doctor", "bench", "demo")
+ORDER = ("catalog", "index", "route", "check", "audit", "serve", "tune", "cache", "doctor", "bench", "demo")
 
 # rich_markup_mode=None: click's own plain help and error text. Typer's rich boxes turned a
 # one-word mistake into a 6-line box (issue 14); people and scripts both expect click's
