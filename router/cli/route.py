@@ -90,7 +90,7 @@ def _budget_warning(label: str, selections, k: int) -> None:
              f"{report.used} tokens used")
 
 
-def route(query: Optional[str] = typer.Argument(None, metavar="[QUERY]", show_default=False,
+def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
                                                 help="The request to route (or use --queries / --messages)."),
           db: Db = None,
           k: int = typer.Option(5, "-k", "--k", help="How many tools to select."),
