@@ -1,6 +1,6 @@
 """Cold route: what one fresh `toolsift route` process costs on an indexed 20,000-tool catalog.
 
-    toolsift bench cold-route [--size 20000] [--runs 10] [--method hybrid] [--out DIR]
+    toolsift bench cold-route [--size 20000] [--runs 10] [--methods hybrid,bm25] [--out DIR]
 
 The catalog is the scale benchmark's (benchmarks/scale.py): replicas of 3,946 real tools, each
 replica's vector its base record's plus a small seeded perturbation. Those vectors are put in the
@@ -13,7 +13,12 @@ Each run is the installed console script in a fresh process, exactly as a user t
 ``toolsift route QUERY --db CATALOG -k 5 --json`` with a different real query each time, stdout to
 a pipe. Wall time per run is measured around the subprocess; CPU (user + system) from the
 children's rusage. The load average is printed next to the figure: on the shared 2-core machine
-the wall time of a process that is mostly waiting for CPU grows with the load.
+the wall time of a process that is mostly waiting for CPU grows with the load. Each method's runs
+are interleaved with the others' (hybrid, bm25, hybrid, ...) so that a change of load hits all alike.
+
+One more run per method under ``python -X importtime`` lists the modules that cost the most to
+import, and whether torch or sentence-transformers were imported at all (the ONNX query encoder
+must not need them).
 """
 from __future__ import annotations
 
@@ -86,29 +91,63 @@ def _script() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "router.cli"]
 
 
-def time_runs(db: Path, queries: list[str], runs: int, method: str = "hybrid") -> list[dict[str, float]]:
-    """One fresh process per query: wall and CPU seconds of each."""
+def _route(db: Path, query: str, method: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    out = []
+    cmd = [*prefix, *_script()] if prefix else _script()
+    proc = subprocess.run([*cmd, "route", query, "--db", str(db), "-k", "5", "--method", method, "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    if proc.returncode != 0:
+        raise BenchmarkError(f"toolsift route failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+    answer = json.loads(proc.stdout)
+    if answer["method"] != method:
+        raise BenchmarkError(f"route answered with {answer['method']}, not {method}: {answer['warnings']}")
+    return proc
+
+
+def time_runs(db: Path, queries: list[str], runs: int, methods: tuple[str, ...] = ("hybrid",)
+              ) -> dict[str, list[dict[str, float]]]:
+    """One fresh process per (query, method), methods interleaved: wall and CPU seconds of each."""
+    out: dict[str, list[dict[str, float]]] = {m: [] for m in methods}
     for q in queries[:runs]:
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run([*_script(), "route", q, "--db", str(db), "-k", "5", "--method", method, "--json"],
-                              capture_output=True, text=True, env=env, timeout=300)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if proc.returncode != 0:
-            raise BenchmarkError(f"toolsift route failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
-        answer = json.loads(proc.stdout)
-        if answer["method"] != method:
-            raise BenchmarkError(f"route answered with {answer['method']}, not {method}: {answer['warnings']}")
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        out.append({"wall": wall, "cpu": cpu})
+        for method in methods:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            _route(db, q, method)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            out[method].append({"wall": wall, "cpu": cpu})
     return out
 
 
+def import_profile(db: Path, query: str, method: str, top: int = 12) -> dict[str, Any]:
+    """``python -X importtime`` of one fresh route: the costliest top-level packages (cumulative
+    import time, ms) and whether torch / sentence-transformers were imported."""
+    proc = _route(db, query, method, prefix=(sys.executable, "-X", "importtime"))
+    cumulative: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        parts = [p.strip() for p in line[len("import time:"):].split("|")]
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        name = parts[2]
+        if not name.startswith(" ") and "." not in name.strip():  # a top-level package
+            cumulative[name.strip()] = max(cumulative.get(name.strip(), 0.0), int(parts[1]) / 1000)
+    imported = set(cumulative)
+    return {"top": sorted(cumulative.items(), key=lambda kv: -kv[1])[:top],
+            "torch": "torch" in imported, "sentence_transformers": "sentence_transformers" in imported,
+            "total_ms": round(sum(cumulative.values()), 1)}
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    v = sorted(values)
+    return {"median": statistics.median(v), "min": v[0], "max": v[-1]}
+
+
 def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None = None, runs: int | None = None,
-        method: str = "hybrid", work: Path | None = None, command: str | None = None) -> dict[str, Any]:
+        methods: tuple[str, ...] = ("hybrid", "bm25"), work: Path | None = None,
+        command: str | None = None) -> dict[str, Any]:
     from .retrieval import _loadavg, versions
 
     size = size or (2_000 if quick else 20_000)
@@ -116,19 +155,18 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None
     db, queries = build_catalog(size, work, quick)
     if len(queries) < runs:
         raise BenchmarkError(f"only {len(queries)} queries for {runs} runs")
-    time_runs(db, queries[-1:], 1, method)  # one untimed run: the page cache holds the files, as for a user
+    time_runs(db, queries[-1:], 1, methods)  # one untimed run: the page cache holds the files, as for a user
     load_start = _loadavg()
-    timed = time_runs(db, queries, runs, method)
+    timed = time_runs(db, queries, runs, methods)
     load_end = _loadavg()
-    wall = sorted(r["wall"] for r in timed)
-    cpu = sorted(r["cpu"] for r in timed)
     result = {
         "command": command or "toolsift bench cold-route " + " ".join(sys.argv[1:]), "versions": versions(),
-        "size": size, "runs": runs, "method": method, "catalog": str(db),
-        "wall_seconds": {"median": statistics.median(wall), "min": wall[0], "max": wall[-1]},
-        "cpu_seconds": {"median": statistics.median(cpu), "min": cpu[0], "max": cpu[-1]},
-        "load_average": {"start": load_start, "end": load_end}, "target_seconds": TARGET_SECONDS,
-        "per_run": timed,
+        "size": size, "runs": runs, "methods": list(methods), "catalog": str(db),
+        "load_average": {"start": load_start, "end": load_end}, "cpus": os.cpu_count(),
+        "target_seconds": TARGET_SECONDS,
+        "by_method": {m: {"wall_seconds": _stats([r["wall"] for r in rows]),
+                          "cpu_seconds": _stats([r["cpu"] for r in rows]), "per_run": rows,
+                          "imports": import_profile(db, queries[0], m)} for m, rows in timed.items()},
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -138,19 +176,34 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None
 
 
 def summary(result: dict[str, Any]) -> str:
-    w, c, load = result["wall_seconds"], result["cpu_seconds"], result["load_average"]
-    return (f"fresh `toolsift route` ({result['method']}, {result['size']:,} tools, {result['runs']} runs): "
-            f"wall median {w['median']:.2f} s (min {w['min']:.2f}, max {w['max']:.2f}), "
-            f"CPU median {c['median']:.2f} s; load average {load['start'][0] if load['start'] else '?'} -> "
-            f"{load['end'][0] if load['end'] else '?'} (1 min) on {os.cpu_count()} cores")
+    load = result["load_average"]
+    parts = []
+    for m, r in result["by_method"].items():
+        w, c = r["wall_seconds"], r["cpu_seconds"]
+        parts.append(f"{m}: wall median {w['median']:.2f} s (min {w['min']:.2f}, max {w['max']:.2f}), "
+                     f"CPU median {c['median']:.2f} s, torch imported: {'yes' if r['imports']['torch'] else 'no'}")
+    return (f"fresh `toolsift route` on {result['size']:,} indexed tools, {result['runs']} runs per method; "
+            + "; ".join(parts) + f"; load average {load['start'][0] if load['start'] else '?'} -> "
+            f"{load['end'][0] if load['end'] else '?'} (1 min) on {result['cpus']} cores")
 
 
 def report(result: dict[str, Any]) -> str:
     doc = __doc__.split("\n\n", 2)[2].strip()
-    return "\n".join([
-        "# Cold route: one fresh `toolsift route` process", "",
-        f"Command: `{result['command']}`  ",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()), "",
-        summary(result) + ".", "",
-        f"Target (issue 14): at most {result['target_seconds']} s wall on an idle machine.", "",
-        doc])
+    load = result["load_average"]
+    lines = ["# Cold route: one fresh `toolsift route` process", "",
+             f"Command: `{result['command']}`  ",
+             "Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + "  ",
+             f"Load average (1/5/15 min) at start {load['start']}, at end {load['end']}, on {result['cpus']} "
+             "CPUs: on a busy machine wall time is an upper bound; CPU time is the cost of the process.", "",
+             f"{result['size']:,} indexed tools, {result['runs']} fresh processes per method.", "",
+             "| method | wall median s | wall min s | wall max s | CPU median s | torch imported |",
+             "|---|---|---|---|---|---|"]
+    for m, r in result["by_method"].items():
+        w, c = r["wall_seconds"], r["cpu_seconds"]
+        lines.append(f"| {m} | {w['median']:.2f} | {w['min']:.2f} | {w['max']:.2f} | {c['median']:.2f} | "
+                     f"{'yes' if r['imports']['torch'] else 'no'} |")
+    lines += ["", f"Target (issue 14): at most {result['target_seconds']} s wall for hybrid on an idle machine.", ""]
+    for m, r in result["by_method"].items():
+        lines += [f"Costliest imports, {m} (`python -X importtime`, cumulative ms): "
+                  + ", ".join(f"{name} {ms:.0f}" for name, ms in r["imports"]["top"]), ""]
+    return "\n".join(lines + [doc])
