@@ -11,7 +11,7 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Collection, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -85,14 +85,16 @@ class Router:
     @classmethod
     def open(cls, db_path: str | os.PathLike[str] | None = None, *, model: str | None = None,
              index_dir: str | os.PathLike[str] | None = None, config: RouterConfig | None = None,
-             encoder: str | None = None) -> "Router":
+             encoder: str | None = None, dense: bool = True) -> "Router":
         """A router over a catalog file, using the indexes `toolsift index` built next to it.
 
         Without a usable dense index it falls back to BM25-only and says so in ``.warnings``.
+        ``dense=False`` opens BM25 only (no dense file read, faiss not imported).
         """
         from .index import load_index
 
-        loaded = load_index(db_path, index_dir=index_dir, model=model, config=config, encoder=encoder)
+        loaded = load_index(db_path, index_dir=index_dir, model=model, config=config, encoder=encoder,
+                            with_dense=dense)
         router = cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
                      dense_enabled=loaded.dense is not None, config=config, warnings=loaded.warnings,
                      encoder=loaded.encoder)
@@ -127,19 +129,25 @@ class Router:
             self._embedder = Embedder(self.model_id, self.encoder)
         return self._embedder
 
-    def dense_index(self) -> DenseIndex | None:
-        """The dense index, built from cached/new embeddings on first use (None if disabled)."""
+    def dense_index(self, *, on_start: Callable[[int], None] | None = None,
+                    on_batch: Callable[[int], None] | None = None) -> DenseIndex | None:
+        """The dense index, built from cached/new embeddings on first use (None if disabled).
+        ``on_start(n_to_encode)`` and ``on_batch(n)`` report the encoding's progress."""
         if self._dense is None and self._dense_enabled:
             with _DENSE_BUILD:  # concurrent first requests build it once
                 if self._dense is None:
-                    self._dense = self._build_dense()
+                    self._dense = self._build_dense(on_start, on_batch)
         return self._dense
 
-    def _build_dense(self) -> DenseIndex:
+    def _build_dense(self, on_start: Callable[[int], None] | None = None,
+                     on_batch: Callable[[int], None] | None = None) -> DenseIndex:
         # the index's cache, the user-level one, the shipped vectors; the model only for the rest
         cache = vector_cache(self.model_id, self.encoder, index_cache=self._index_cache, user_dir=self._cache_dir)
-        vecs, _ = embed_with_cache(self.embedder, cache, [rtext.embedding_key(r) for r in self.records],
-                                   lambda i: rtext.record_passage(self.records[i]))
+        keys = [rtext.embedding_key(r) for r in self.records]
+        if on_start is not None:
+            on_start(sum(v is None for v in cache.get_many(keys)))
+        vecs, _ = embed_with_cache(self.embedder, cache, keys, lambda i: rtext.record_passage(self.records[i]),
+                                   on_batch=on_batch)
         return DenseIndex(vecs)
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:

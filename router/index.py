@@ -101,14 +101,17 @@ def _checksums(bdir: Path) -> dict[str, str]:
     return {p.relative_to(bdir).as_posix(): _sha256(p) for p in sorted(bdir.rglob("*")) if p.is_file()}
 
 
-def _failing(bdir: Path, manifest: dict) -> set[str] | None:
+def _failing(bdir: Path, manifest: dict, prefixes: tuple[str, ...] = ("",)) -> set[str] | None:
     """Files of the build whose content does not match the manifest's checksum (or that
-    are missing); None when the manifest has no checksums (built by an older toolsift)."""
+    are missing); None when the manifest has no checksums (built by an older toolsift).
+    Only files under ``prefixes`` are read (a BM25-only load never hashes the dense files)."""
     files = manifest.get("files")
     if not isinstance(files, dict):
         return None
     bad = set()
     for rel, digest in files.items():
+        if not str(rel).startswith(prefixes):
+            continue
         path = bdir / str(rel)
         try:
             ok = path.resolve().is_relative_to(bdir.resolve()) and _sha256(path) == digest
@@ -254,9 +257,11 @@ def _write_manifest(idir: Path, manifest: dict, db: Path) -> None:
 
 
 def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str | os.PathLike[str] | None = None,
-               model: str | None = None, config=None, encoder: str | None = None) -> LoadedIndex:
+               model: str | None = None, config=None, encoder: str | None = None,
+               with_dense: bool = True) -> LoadedIndex:
     """Catalog records plus whatever of the persisted index is usable, with warnings for
     each fallback (BM25 rebuilt in memory; dense search off when no vectors are usable).
+    ``with_dense=False``: BM25 only (a `route --method bm25` reads and checks no dense file).
     The dense index is used only if its vectors are in ``encoder``'s vector space."""
     db = Path(db_path) if db_path else default_db_path()
     records, generation, catalog_digest = _catalog_records(db)
@@ -290,7 +295,8 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
     same_space = manifest.get("vectors", "fp32") == vector_space(encoder)
     fresh = same_records and manifest.get("field_weights") == weights
     # files are used only after their checksums match the manifest
-    failing = _failing(bdir, manifest) if fresh or (same_records and same_model) else set()
+    failing = (_failing(bdir, manifest, ("",) if with_dense else ("bm25/",))
+               if fresh or (same_records and same_model) else set())
     lexical = None
     if fresh:
         try:
@@ -312,6 +318,8 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
                         f"(run `toolsift index --db {db}` to refresh)")
     if lexical is None:
         lexical = LexicalIndex.build(rtext.batch_tokens(records, weights))
+    if not with_dense:  # BM25 only was asked for: faiss is not even imported
+        return LoadedIndex(records, lexical, None, model_id, idir / "cache", warnings, encoder)
     if not same_model:
         warnings.append(f"the model folder {model_id} changed since the index was built (tuned again?)")
     elif not same_space:

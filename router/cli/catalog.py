@@ -24,7 +24,7 @@ def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[st
     return results
 
 
-def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES...", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
+def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
         db: Db = None,
         fmt: Optional[str] = typer.Option(None, "--format", help="gorilla|openai|mcp|openapi|bfcl|toolbench (default: detect)."),
         namespace: Optional[str] = typer.Option(None, "--namespace", help="Put every record in this namespace."),

@@ -126,7 +126,8 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
         [(None, read_messages(messages))] if messages is not None else [(None, query)]
     from router.engine import Router
 
-    router = Router.open(catalog_path(db), model=model, index_dir=index_dir)
+    # BM25 only: the dense files are neither read nor checked, faiss is not imported
+    router = Router.open(catalog_path(db), model=model, index_dir=index_dir, dense=method != "bm25")
     for w in router.warnings:
         warn(w)
     opts = dict(k=k, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,

@@ -85,3 +85,18 @@ def test_matched_terms_are_content_words_with_their_fields(torchhub_records):
     assert hits and all(set(fields) <= {"name", "namespace", "description", "params", "tags", "call"}
                         for fields in hits.values())
     assert "videos" in hits and "description" in hits["videos"]
+
+
+def test_a_bm25_route_neither_reads_the_dense_index_nor_imports_faiss(hub_db):
+    import subprocess
+    import sys
+
+    from router.index import build_index
+
+    build_index(hub_db)
+    code = ("import sys; from router.engine import Router; r = Router.open(sys.argv[1], dense=False); "
+            "assert not r.warnings, r.warnings; s = r.select('classify sports activities in videos', k=3, "
+            "method='bm25'); assert len(s) == 3; print('faiss' in sys.modules, 'onnxruntime' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(hub_db)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
