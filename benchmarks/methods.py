@@ -122,8 +122,28 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
         return Router.from_records(records, config=cfg)  # BM25 only: no dense build needed
     router = Router.from_records(records)
     if dense:
-        router.dense_index()
+        _dense_with_progress(router)
     return router
+
+
+def _dense_with_progress(router: Any) -> None:
+    """Build the dense index; a progress bar on stderr while passages no cache holds are encoded
+    (issue 14: minutes of embedding behind one silent line)."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task("embed", total=0)
+        router.dense_index(on_start=lambda n: progress.update(task, total=n),
+                           on_batch=lambda n: progress.advance(task, n))
 
 
 def default_fusion() -> str | None:

@@ -160,7 +160,13 @@ def _run_method(spec: MethodSpec, ds: Dataset, queries: list[Query], builds: _Bu
 
 def evaluate_dataset(ds: Dataset, methods: list[MethodSpec], max_queries: int | None,
                      builds: _Builds, quick_records: int | None = None) -> dict[str, Any]:
+    import warnings
+
     from ranx import Qrels, Run, compare, evaluate
+
+    # ranx's numba kernels warn about casting their own uint64 counters (issue 14: a stray warning
+    # after minutes of silence); the metrics are unaffected
+    warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
 
     queries = sample(ds.queries, max_queries)
     n_queries_total, corpus_sample = len(ds.queries), None

@@ -13,6 +13,7 @@ def test_demo_builds_routes_and_checks(tmp_path):
     assert result.exit_code == 0, result.output
     text = result.output
     assert "added 1069" in text  # 94 TorchHub + 80 TF Hub (deduplicated) + 895 Hugging Face records
+    assert ": 0 embedded, 1069 from cache" in text  # the shipped vectors: `make demo` embeds nothing
     # every example question gets a ranked table whose first row has a score
     assert text.count("top tools for:") == 3
     assert re.search(r"^ +1\.? +\S+/\S+ +(score )?[01]\.\d{3} ", text, re.M), text
