@@ -16,7 +16,6 @@ from typing import Callable, Optional
 import typer
 
 from apidb.errors import ToolsiftError
-
 from router.cli.options import Db, catalog_path
 
 from .errors import BenchmarkError
@@ -88,6 +87,31 @@ def scale_cmd(
     res = scale.run(target, quick, sizes=size_list, methods=_csv(methods), command=_command(),
                     encoders=_csv(encoders))
     typer.echo(f"wrote {target / 'report.md'} ({res['wall_seconds']:.0f} s)")
+
+
+@bench_app.command("cold-route")
+def cold_route_cmd(
+    size: int = typer.Option(20_000, "--size", min=100, help="catalog size (replicas of the scale benchmark's tools)"),
+    runs: int = typer.Option(10, "--runs", min=1, help="fresh processes timed per method (one real query each)"),
+    methods: str = typer.Option("hybrid,bm25", "--methods", help="comma-separated: hybrid, bm25, dense"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/cold_route)"),
+    work: Optional[Path] = typer.Option(None, "--work", help="where the catalog and its index are kept "
+                                        "(default: $TOOLSIFT_CACHE/bench)"),
+    quick: bool = typer.Option(False, "--quick", help="2,000 tools, 3 runs (CI)"),
+) -> None:
+    """Wall and CPU time of fresh `toolsift route` processes on an indexed catalog (hybrid beside bm25),
+    with the load average and the costliest imports."""
+    from . import cold_route
+
+    chosen = tuple(_csv(methods) or ())
+    bad = [m for m in chosen if m not in ("hybrid", "bm25", "dense")]
+    if bad or not chosen:
+        raise BenchmarkError(f"--methods: choose from hybrid, bm25, dense (not {', '.join(bad) or 'nothing'})")
+    target = _out(out, "cold_route", quick)
+    res = cold_route.run(target, quick=quick, size=None if quick and size == 20_000 else size, runs=runs if
+                         not quick or runs != 10 else None, methods=chosen, work=work, command=_command())
+    typer.echo(cold_route.summary(res))
+    typer.echo(f"wrote {target / 'report.md'}")
 
 
 @bench_app.command("encoders")

@@ -17,15 +17,18 @@ import numpy as np
 
 from apidb.record import ApiRecord
 
+from . import explain
 from . import text as rtext
+from .budget import admit
 from .config import METHODS, RouterConfig, config_for_model
 from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
-                    intra_op_threads, resolve_encoder, shared_cache)
+                    intra_op_threads, resolve_encoder)
 from .errors import RouterError
 from .fusion import Ranking, fuse, interleave, rrf
 from .lexical import LexicalIndex
 from .query import normalize_query, sentence_spans, split_query
-from .selection import Selection
+from .selection import Selection, SelectionList
+from .vector_store import vector_cache
 from .tokens import tool_tokens
 
 _GROUP_KEYS = ("tool_name", "tool", "server")
@@ -74,6 +77,7 @@ class Router:
         self._dense = dense
         self._dense_enabled = dense_enabled or dense is not None
         self._cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self._index_cache: Path | None = None  # <catalog>.index/cache for a router opened on a catalog
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
 
@@ -89,9 +93,11 @@ class Router:
         from .index import load_index
 
         loaded = load_index(db_path, index_dir=index_dir, model=model, config=config, encoder=encoder)
-        return cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
-                   cache_dir=loaded.cache_dir, dense_enabled=loaded.dense is not None,
-                   config=config, warnings=loaded.warnings, encoder=loaded.encoder)
+        router = cls(loaded.records, model=loaded.model_id, lexical=loaded.lexical, dense=loaded.dense,
+                     dense_enabled=loaded.dense is not None, config=config, warnings=loaded.warnings,
+                     encoder=loaded.encoder)
+        router._index_cache = loaded.cache_dir  # read first; the user-level cache after it
+        return router
 
     @classmethod
     def from_records(cls, records: Iterable[ApiRecord], *, model: str | None = None,
@@ -109,8 +115,10 @@ class Router:
     def with_records(self, records: Iterable[ApiRecord]) -> "Router":
         """A router over another tool list with this one's model, cache and settings:
         unchanged tools reuse their cached vectors, so only new tools are encoded."""
-        return Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
-                      dense_enabled=self._dense_enabled, encoder=self.encoder)
+        router = Router(list(records), model=self.model_id, cache_dir=self._cache_dir, config=self.config,
+                        dense_enabled=self._dense_enabled, encoder=self.encoder)
+        router._index_cache = self._index_cache
+        return router
 
     # ---- dense side ------------------------------------------------------------------
     @property
@@ -128,7 +136,8 @@ class Router:
         return self._dense
 
     def _build_dense(self) -> DenseIndex:
-        cache = shared_cache(self._cache_dir, self.model_id, self.encoder)
+        # the index's cache, the user-level one, the shipped vectors; the model only for the rest
+        cache = vector_cache(self.model_id, self.encoder, index_cache=self._index_cache, user_dir=self._cache_dir)
         vecs, _ = embed_with_cache(self.embedder, cache, [rtext.embedding_key(r) for r in self.records],
                                    lambda i: rtext.record_passage(self.records[i]))
         return DenseIndex(vecs)
@@ -148,13 +157,16 @@ class Router:
                min_score: float | None = None, pinned: Collection[str] = (),
                include_namespaces: Collection[str] | None = None,
                exclude_namespaces: Collection[str] | None = None, token_budget: int | None = None,
-               candidates: Collection[str] | None = None, split: bool | None = None) -> list[Selection]:
+               candidates: Collection[str] | None = None, split: bool | None = None,
+               relative_cut: float | None = None) -> SelectionList:
         """The top-``k`` tools for a query string or an OpenAI-style messages list.
 
         Filters (namespaces, ``candidates``) apply before ranking. ``pinned`` tools (ids or
         names) always come first and do not count against ``k``. ``min_score`` compares with
         the method's score (hybrid wsum: 0..1). With ``token_budget`` the selected schemas'
-        tokens never exceed it: a tool that does not fit is skipped for the next one.
+        tokens never exceed it: a top-k tool that does not fit is dropped, and a lower-ranked one
+        replaces it only if it scores at least ``relative_cut`` (default 0.5) x the top score
+        (router.budget); the result's ``.budget`` says what was spent and dropped.
         """
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise RouterError(f"k must be a positive integer, got {k!r}")
@@ -173,7 +185,7 @@ class Router:
         # (p50 35 → 27 ms under load; see intra_op_threads); builds above keep the default.
         with intra_op_threads(1) if method != "bm25" else contextlib.nullcontext():
             ranking, bm25_all, qvec = self._rank(query, method, allowed, depth, split)
-        return self._assemble(query, ranking, bm25_all, qvec, k, pins, min_score, token_budget)
+        return self._assemble(query, ranking, bm25_all, qvec, k, pins, min_score, token_budget, relative_cut)
 
     def _resolve_pinned(self, pinned: Collection[str]) -> list[int]:
         if isinstance(pinned, str):
@@ -281,44 +293,27 @@ class Router:
         return self._tool_tokens[rec.id]
 
     def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
-                  k: int, pins: list[int], min_score: float | None, budget: int | None) -> list[Selection]:
+                  k: int, pins: list[int], min_score: float | None, budget: int | None,
+                  relative_cut: float | None = None) -> SelectionList:
         # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
         fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
-        spent = 0
-        chosen: list[tuple[int, str]] = []
-        for i in pins:
-            spent += self._tokens_of(self.records[i]) if budget is not None else 0
-            chosen.append((i, "pinned"))
-        if budget is not None and spent > budget:
-            raise RouterError(f"the pinned tools alone need {spent} tokens, over the budget of {budget}")
-        n_ranked = 0
-        for d in ranking.docs.tolist():
-            if n_ranked >= k:
-                break
-            if d in pins or (min_score is not None and fused[d] < min_score):
-                continue
-            if budget is not None:
-                cost = self._tokens_of(self.records[d])
-                if spent + cost > budget:
-                    continue  # does not fit; a smaller, lower-ranked tool may
-                spent += cost
-            chosen.append((d, "ranked"))
-            n_ranked += 1
-        return self._explain(query, chosen, fused, bm25_all, qvec)
+        chosen, report = admit(ranking.docs.tolist(), fused, k, pins, min_score, budget,
+                               lambda d: self._tokens_of(self.records[d]), lambda d: self.records[d], relative_cut)
+        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None), report)
 
     def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
-                 bm25_all: np.ndarray, qvec: np.ndarray | None) -> list[Selection]:
-        stems = rtext.stem_map(query)
-        qids = self.lexical.token_ids(list(stems))
-        inverse = {self.lexical._r.vocab_dict[s]: s for s in stems if s in self.lexical._r.vocab_dict}
+                 bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False) -> list[Selection]:
+        stems = explain.content_words(query)
         docs = np.array([d for d, _ in chosen], dtype=np.int64)
         dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
         out = []
         for pos, (d, reason) in enumerate(chosen):
-            matched = [stems[inverse[t]] for t in self.lexical.matched(d, qids)]
-            out.append(Selection(record=self.records[d], score=fused.get(d, 0.0), rank=pos + 1,
-                                 bm25_score=float(bm25_all[d]), matched_terms=matched,
-                                 dense_score=None if dense is None else float(dense[pos]), reason=reason))
+            rec = self.records[d]
+            hits = explain.matched_fields(stems, rec, self.config.field_weights)
+            out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
+                                 bm25_score=float(bm25_all[d]), matched_terms=list(hits),
+                                 dense_score=None if dense is None else float(dense[pos]), reason=reason,
+                                 matched_fields=hits, tokens=self._tokens_of(rec) if with_tokens else None))
         return out
 
     # ---- misc ------------------------------------------------------------------------

@@ -9,8 +9,10 @@ from apidb.record import ApiRecord
 
 @dataclass(frozen=True)
 class Selection:
-    """One selected tool and why: fused score and rank, BM25 score and matched terms,
-    dense cosine similarity, and the reason ("ranked" or "pinned")."""
+    """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
+    content words found in the tool's text, each with the fields it was found in), dense cosine
+    similarity, the reason ("ranked", "pinned", or "substitute": below the top k, admitted in place
+    of a tool the token budget dropped) and, when a budget was applied, its schema's tokens."""
 
     record: ApiRecord
     score: float
@@ -19,6 +21,8 @@ class Selection:
     matched_terms: list[str] = field(default_factory=list)
     dense_score: float | None = None
     reason: str = "ranked"
+    matched_fields: dict[str, list[str]] = field(default_factory=dict)
+    tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.record
@@ -29,5 +33,18 @@ class Selection:
         out.update({"rank": self.rank, "reason": self.reason,
                     "bm25_score": None if self.bm25_score is None else round(float(self.bm25_score), 6),
                     "matched_terms": list(self.matched_terms),
+                    "matched_fields": {t: list(f) for t, f in self.matched_fields.items()},
                     "dense_score": None if self.dense_score is None else round(float(self.dense_score), 6)})
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
         return out
+
+
+class SelectionList(list):
+    """The list `Router.select` returns: the selections, plus ``budget`` (a
+    `router.budget.BudgetReport`: tokens used, what was dropped and why) when a token budget
+    was given, else None."""
+
+    def __init__(self, items=(), budget: Any = None) -> None:
+        super().__init__(items)
+        self.budget = budget

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 from apidb.record import ApiRecord
@@ -41,12 +42,19 @@ def split_identifier(text: str) -> str:
     return " ".join(_WORD.findall(text))
 
 
+# bm25s' STOPWORDS_EN (Lucene's English stop set, bm25s 0.3.16, MIT), copied: importing bm25s to
+# read it imported numba and scipy (~0.55 s of a fresh `toolsift route`), and a list that changed
+# with a bm25s upgrade would silently differ from the one an existing index was built with.
+# tests/router/test_lexical_budget_explain.py checks it is still bm25s' list.
+STOPWORDS_EN = frozenset(("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+                          "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+                          "these", "they", "this", "to", "was", "will", "with"))
+
+
 @functools.lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
     # Request phrasing ("can you help me", "I want") carries no tool meaning.
-    return frozenset(STOPWORDS_EN) | _REQUEST_WORDS
+    return STOPWORDS_EN | _REQUEST_WORDS
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,6 +73,11 @@ def words(text: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """BM25 tokens: ``words`` stemmed (Porter/Snowball English)."""
     ws = words(text)
+    return _stemmer().stemWords(ws) if ws else []
+
+
+def stem_words(ws: list[str]) -> list[str]:
+    """The stems of already-split words (as `tokenize` stems them)."""
     return _stemmer().stemWords(ws) if ws else []
 
 
@@ -164,6 +177,14 @@ def record_passage(record: ApiRecord) -> str:
     if f["params"]:
         parts.append("Parameters: " + f["params"][:300])
     return " ".join(p for p in parts if p)
+
+
+@functools.lru_cache(maxsize=1)
+def rules_fingerprint() -> str:
+    """A hash of this module's source: how records become tokens and passages. An index records it,
+    so that (record id, content hash, this) identifies every passage and BM25 document without
+    rendering 20k passages at load time (router.index); any edit here makes it differ."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 _TOKENS_MAX = 200_000

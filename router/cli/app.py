@@ -5,24 +5,57 @@ Commands are plugged in through one registration pattern: a module exposes
 (pyproject.toml). The product's own command modules live in this package; ``toolsift bench``
 comes from the benchmarks package the same way, so nothing here imports the benchmarks.
 
-Heavy libraries (torch, sentence-transformers, faiss, fastapi, mcp) are imported inside the
-commands that need them, never at start-up.
+Heavy libraries (torch, sentence-transformers, faiss, fastapi, mcp, rich tables) are imported
+inside the commands that need them, never at start-up: a fresh `toolsift route` is mostly
+start-up (see `toolsift bench cold-route`).
+
+Conventions (docs/cli.md, "Output and exit codes"): a usage mistake prints click's three plain
+lines (Usage / Try '... --help' / Error) and exits 2; toolsift's own errors print one
+``error: ...`` line and exit 2; a checked call that is defective makes `check` / `audit` exit 1.
 """
 from __future__ import annotations
 
 import sys
 from importlib.metadata import entry_points
+from typing import Optional
 
 import typer
 
 from apidb.errors import ToolsiftError
 
+from .output import INTERRUPTED, USAGE
+
 GROUP = "toolsift.commands"
 # The order commands are listed in `toolsift --help`: the main flow first.
-ORDER = ("catalog", "index", "route", "check", "audit", "serve", "tune", "bench", "demo")
+ORDER = ("catalog", "index", "route", "check", "audit", "serve", "tune", "cache", "doctor", "bench", "demo")
 
-app = typer.Typer(name="toolsift", no_args_is_help=True, add_completion=False,
+# rich_markup_mode=None: click's own plain help and error text. Typer's rich boxes turned a
+# one-word mistake into a 6-line box (issue 14); people and scripts both expect click's
+# "Usage: ... / Try 'toolsift X --help' for help. / Error: ..." and exit code 2.
+app = typer.Typer(name="toolsift", no_args_is_help=True, add_completion=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
                   help="Route the few relevant tools into each request, and catch hallucinated calls.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"toolsift {version('toolsift')}")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            typer.echo("toolsift (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Optional[bool] = typer.Option(None, "--version", is_eager=True, callback=_version,
+                                                 help="Print the version and exit.")) -> None:
+    """Route the few relevant tools into each request, and catch hallucinated calls.
+
+    Exit codes: 0 done; 1 a checked call is defective (check, audit; see --fail-on);
+    2 a usage or input error (one line on stderr); 130 interrupted.
+    """
 
 
 def _register() -> None:
@@ -40,10 +73,18 @@ def main() -> None:
     try:
         app(prog_name="toolsift")
     except ToolsiftError as exc:
-        from apidb.display import printable  # messages quote catalog data: escape control characters
+        from apidb.display import (
+            printable,  # messages quote catalog data: escape control characters
+        )
 
+        sys.stdout.flush()
         typer.echo(f"error: {printable(exc)}", err=True)
-        sys.exit(2)
+        sys.exit(USAGE)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
+    except BrokenPipeError:  # `toolsift route ... | head -1`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)

@@ -5,27 +5,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from apidb.catalog import Catalog, SyncReport
-from apidb.display import json_text, printable
+from apidb.display import printable
 
 from .errors import CliError
 from .options import Db, Json, catalog_path
-
-out = Console()
-err = Console(stderr=True)
-
-
-def print_json(value: object) -> None:
-    typer.echo(json_text(value, indent=None, default=str))  # control characters escaped
-
-
-def cell(value: object) -> Text:
-    """Catalog data as a table cell: control characters escaped, no rich markup."""
-    return Text(printable(value))
+from .output import ellipsize, print_json, say, show, table, wants_json
 
 
 def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[str], skip_invalid: bool):
@@ -38,7 +24,7 @@ def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[st
     return results
 
 
-def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
+def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES...", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
         db: Db = None,
         fmt: Optional[str] = typer.Option(None, "--format", help="gorilla|openai|mcp|openapi|bfcl|toolbench (default: detect)."),
         namespace: Optional[str] = typer.Option(None, "--namespace", help="Put every record in this namespace."),
@@ -55,7 +41,7 @@ def add(sources: list[Path] = typer.Argument(..., help="Catalog files (Gorilla, 
     records = _check_unique(records)
     with Catalog(catalog_path(db)) as cat:
         report = cat.sync(records, namespaces)
-    if as_json:
+    if wants_json(as_json):
         print_json(report.to_dict() | {"skipped": sum(len(r.skipped) for r in results)})
     else:
         _print_report(report, results)
@@ -79,29 +65,21 @@ def _print_report(report: SyncReport, results) -> None:
     for res in results:
         names = sorted(res.namespaces)
         shown = ", ".join(names[:6]) + (f", … (+{len(names) - 6} more)" if len(names) > 6 else "")
-        # soft_wrap: one line per source even when stdout is not a terminal (rich wraps at 80)
-        out.print(printable(f"{res.path}: {len(res.records)} records ({res.format}), "
-                            f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}"),
-                  highlight=False, markup=False, soft_wrap=True)
-    out.print(f"added {report.added}, updated {report.updated}, removed {report.removed}, "
-              f"unchanged {report.unchanged}", highlight=False, soft_wrap=True)
+        say(f"{res.path}: {len(res.records)} records ({res.format}), "
+            f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}")
+    say(f"added {report.added}, updated {report.updated}, removed {report.removed}, unchanged {report.unchanged}")
 
 
 def stats(db: Db = None, as_json: Json = False) -> None:
     """Records per namespace and per source format."""
     with Catalog.open(catalog_path(db), readonly=True) as cat:
         data = cat.stats()
-    if as_json:
+    if wants_json(as_json):
         print_json(data)
         return
-    table = Table(title=cell(f"{data['path']}: {data['records']} records"))
-    table.add_column("namespace")
-    table.add_column("format")
-    table.add_column("records", justify="right")
-    for ns, fmts in sorted(data["namespace_formats"].items()):
-        for fmt, n in sorted(fmts.items()):
-            table.add_row(cell(ns), cell(fmt), str(n))
-    out.print(table)
+    rows = [(ns, fmt, n) for ns, fmts in sorted(data["namespace_formats"].items()) for fmt, n in sorted(fmts.items())]
+    show(table(("namespace", "format", "records"), rows, title=f"{data['path']}: {data['records']} records",
+               keep_whole=("namespace",), right=("records",)))
 
 
 def list_(db: Db = None,
@@ -115,15 +93,15 @@ def list_(db: Db = None,
         records = cat.records(namespace)
     if limit > 0:
         records = records[:limit]
-    if as_json:
+    if wants_json(as_json):
         print_json([_brief(r) for r in records])
         return
-    table = Table(show_lines=False)
-    for col in ("id", "name", "description"):
-        table.add_column(col, overflow="fold")
-    for r in records:
-        table.add_row(cell(r.id), cell(r.name), cell(_short(r.description)))
-    out.print(table)
+    # the name only when an id does not already end with it (ids are namespace/name, made unique)
+    if all(r.id.split("/", 1)[-1].split("~")[0] == r.name for r in records):
+        show(table(("id", "description"), [(r.id, ellipsize(r.description, 160)) for r in records], keep_whole=("id",)))
+    else:
+        show(table(("id", "name", "description"), [(r.id, r.name, ellipsize(r.description, 160)) for r in records],
+                   keep_whole=("id",)))
 
 
 def _brief(r) -> dict:
@@ -133,19 +111,20 @@ def _brief(r) -> dict:
     return d
 
 
-def _short(text: str, n: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def show(record_id: str = typer.Argument(..., help="Record id (see `catalog list`)."),
-         db: Db = None) -> None:
-    """Print one record as JSON."""
+def show_record(record_id: str = typer.Argument(..., metavar="ID", show_default=False,
+                                               help="Record id (see `catalog list`)."),
+                db: Db = None, as_json: Json = False) -> None:
+    """Print one record as JSON (indented on a terminal, one line on a pipe or with --json)."""
     with Catalog.open(catalog_path(db), readonly=True) as cat:
         rec = cat.get(record_id)
     if rec is None:
         raise CliError(f"no record with id {record_id!r}")
-    print_json(rec.to_dict())
+    if wants_json(as_json):
+        print_json(rec.to_dict())
+    else:
+        import json
+
+        say(json.dumps(rec.to_dict(), ensure_ascii=False, indent=2, default=str))
 
 
 def remove(namespace: str = typer.Option(..., "--namespace", help="Namespace to drop."),
@@ -155,15 +134,15 @@ def remove(namespace: str = typer.Option(..., "--namespace", help="Namespace to 
         if namespace not in cat.namespaces():
             raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
         n = cat.remove_namespace(namespace)
-    if as_json:
+    if wants_json(as_json):
         print_json({"removed": n})
     else:
-        out.print(printable(f"removed {n} records from namespace {namespace}"), highlight=False, markup=False)
+        say(f"removed {n} records from namespace {namespace}")
 
 
 def register(root: typer.Typer) -> None:
     group = typer.Typer(help="Build and inspect the API catalog (one SQLite file).", no_args_is_help=True)
-    for name, command in (("add", add), ("stats", stats), ("list", list_), ("show", show), ("remove", remove)):
+    for name, command in (("add", add), ("stats", stats), ("list", list_), ("show", show_record), ("remove", remove)):
         group.command(name)(command)
     root.add_typer(group, name="catalog")
 

@@ -71,7 +71,7 @@ def route_examples(db: Path, k: int) -> None:
     from . import route as router_cli
 
     out.rule("[bold]2. Index[/bold] (bm25s + MiniLM/faiss; vectors cached by content hash)")
-    router_cli.index(db=db, model=None, index_dir=None, as_json=False)
+    router_cli.run_index(db, None, None, quiet=False)
     router = Router.open(db)
     out.rule(f"[bold]3. Route[/bold] (hybrid, top {k} of {len(router)} tools)")
     for question in QUESTIONS:

@@ -2,130 +2,232 @@
 
     toolsift index --db PATH [--model ID]
     toolsift route "QUERY" --db PATH [-k 5] [--method bm25|dense|hybrid] [--json]
-    toolsift route --queries FILE.jsonl --db PATH [-k 5] [--method ...]
+    toolsift route --queries FILE.jsonl|- --db PATH [-k 5] [--method ...]
+    toolsift route --messages FILE.json|- --db PATH        # a conversation: routes its next step
 
-With --queries each input line is {"id", "query"} or {"id", "messages"}; each output
-line on stdout is {"id", "tools": [...]} in rank order. Warnings (e.g. BM25-only
-fallback) go to stderr so stdout stays machine-readable.
+With --queries each input line is {"id", "query"} or {"id", "messages"}; on a pipe (or with
+--json) each output line is {"id", "tools": [...]} in rank order, on a terminal one table per
+query. Warnings (e.g. BM25-only fallback, tools a token budget dropped) go to stderr so stdout
+stays machine-readable.
+
+Nothing heavy is imported before the router opens: a fresh `toolsift route` on a 20k-tool catalog
+is mostly start-up (measured by `toolsift bench cold-route`).
 """
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-
-from apidb.display import json_text, printable
-from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 
 from router.errors import RouterError
 
 from .options import Db, IndexDir, Json, Model, catalog_path
+from .output import ellipsize, print_json, say, show, table, wants_json, warn
+from .route_input import read_messages, read_queries
 
-err = Console(stderr=True)
-out = Console()
 
 def index(db: Db = None, model: Model = None, index_dir: IndexDir = None, as_json: Json = False) -> None:
     """Build the BM25 and dense indexes next to the catalog (only new/changed records are embedded)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    run_index(db, model, index_dir, wants_json(as_json))
+
+
+def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path], quiet: bool) -> None:
+    """Index with a progress bar on stderr; a sentence, or one JSON object when ``quiet``."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from router.index import build_index
 
+    from .output import console
+
     with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err, transient=True, disable=as_json) as progress:
+                  console=console(stderr=True), transient=True, disable=quiet) as progress:
         task = progress.add_task("embed", total=0)
         report = build_index(catalog_path(db), index_dir=index_dir, model=model,
                              on_start=lambda n: progress.update(task, total=n),
                              on_batch=lambda n: progress.advance(task, n))
-    if as_json:
-        typer.echo(json.dumps(report.to_dict()))
+    if quiet:
+        print_json(report.to_dict())
     elif report.up_to_date:
-        out.print(f"index up to date: {report.records} records ({report.path})", highlight=False)
+        say(f"index up to date: {report.records} records ({report.path})")
     else:
-        out.print(f"indexed {report.records} records in {report.seconds:.1f}s: {report.embedded} embedded, "
-                  f"{report.reused} from cache ({report.path})", highlight=False)
+        say(f"indexed {report.records} records in {report.seconds:.1f}s: {report.embedded} embedded, "
+            f"{report.reused} from cache ({report.path})")
 
 
-def _read_queries(path: Path) -> list[tuple[str, Any]]:
-    """(id, query-or-messages) per line; a bad line is an error naming file and line."""
-    items = []
-    try:
-        for n, row in parse_lines(read_utf8(path, "queries file")):
-            if not isinstance(row, dict) or ("query" not in row and "messages" not in row):
-                raise RouterError(f"{path}: line {n}: expected an object with 'query' or 'messages'")
-            items.append((str(row.get("id", str(n))), row["query"] if "query" in row else row["messages"]))
-    except JsonLineError as exc:
-        raise RouterError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
-    except TextFileError as exc:
-        raise RouterError(str(exc)) from None
-    return items
+def _tools(selections, tokens: bool) -> list[dict[str, Any]]:
+    out = []
+    for s in selections:
+        d = s.to_dict()
+        if tokens and "tokens" not in d:
+            d["tokens"] = _tokens_of(s)
+        out.append(d)
+    return out
 
 
-def _tools(selections) -> list[dict[str, Any]]:
-    return [s.to_dict() for s in selections]
+def _tokens_of(selection) -> int:
+    from router.tokens import tool_tokens
+
+    return selection.tokens if selection.tokens is not None else tool_tokens(selection.record.to_openai_tool())
 
 
-def route(query: Optional[str] = typer.Argument(None, help="The request to route (or use --queries)."),
+def _budget_warning(label: str, selections, k: int) -> None:
+    report = getattr(selections, "budget", None)
+    if report is None or not report.dropped:
+        return
+    misfits = report.dropped
+    if misfits:
+        warn(f"{label}the token budget ({report.limit}) dropped {len(misfits)} tool(s) that did not fit: "
+             + ", ".join(f"{d.record.id} ({d.tokens} tokens)" for d in misfits[:5])
+             + (" ..." if len(misfits) > 5 else "") + f"; {len(selections)} of k={k} selected, "
+             f"{report.used} tokens used")
+
+
+def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
+                                                help="The request to route (or use --queries / --messages)."),
           db: Db = None,
           k: int = typer.Option(5, "-k", "--k", help="How many tools to select."),
           method: str = typer.Option("hybrid", "--method", help="hybrid | bm25 | dense."),
           as_json: Json = False,
-          queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL file: one {id, query|messages} per line."),
+          queries: Optional[str] = typer.Option(None, "--queries", metavar="FILE|-",
+                                                help="JSONL: one {id, query|messages} per line; - reads stdin."),
+          messages: Optional[str] = typer.Option(None, "--messages", metavar="FILE|-",
+                                                 help="A conversation (JSON: a messages list, or {\"messages\": "
+                                                      "[...]}); routes its next step. - reads stdin."),
           min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop tools scoring below this."),
           namespace: Optional[list[str]] = typer.Option(None, "--namespace", "-n", help="Only these namespaces (repeatable)."),
           exclude_namespace: Optional[list[str]] = typer.Option(None, "--exclude-namespace", help="Never these namespaces."),
           pin: Optional[list[str]] = typer.Option(None, "--pin", help="Always include this tool id or name (repeatable)."),
-          token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Max tokens of the selected tool schemas."),
+          token_budget: Optional[int] = typer.Option(None, "--token-budget",
+                                                     help="Max tokens of the selected tool schemas: a top-k tool "
+                                                          "that does not fit is dropped (and listed)."),
+          relative_cut: Optional[float] = typer.Option(None, "--relative-cut",
+                                                       help="With --token-budget: a lower-ranked tool replaces a "
+                                                            "dropped one only if it scores at least this times the "
+                                                            "top score (default 0.5)."),
+          show_tokens: bool = typer.Option(False, "--tokens", help="Show each tool's schema tokens (always shown "
+                                                                   "with --token-budget)."),
           model: Model = None, index_dir: IndexDir = None) -> None:
     """Select the top-k tools for a request, with scores and why each was picked."""
-    from router.engine import Router
-
-    if (query is None) == (queries is None):
-        raise RouterError("give either a QUERY argument or --queries FILE.jsonl (not both)")
+    given = [name for name, v in (("QUERY", query), ("--queries", queries), ("--messages", messages)) if v is not None]
+    if len(given) != 1:
+        raise RouterError("give one of a QUERY argument, --queries FILE.jsonl or --messages FILE.json"
+                          + (f" (not {' and '.join(given)})" if given else ""))
     if k <= 0:
         raise RouterError(f"-k must be a positive integer, got {k}")
-    items = _read_queries(queries) if queries is not None else [(None, query)]
+    items = read_queries(queries) if queries is not None else \
+        [(None, read_messages(messages))] if messages is not None else [(None, query)]
+    from router.engine import Router
+
     router = Router.open(catalog_path(db), model=model, index_dir=index_dir)
     for w in router.warnings:
-        err.print(printable(f"warning: {w}"), highlight=False, markup=False, soft_wrap=True)
+        warn(w)
     opts = dict(k=k, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
-                exclude_namespaces=exclude_namespace or None, token_budget=token_budget)
+                exclude_namespaces=exclude_namespace or None, token_budget=token_budget, relative_cut=relative_cut)
+    tokens = show_tokens or token_budget is not None
+    as_json = wants_json(as_json)
     if queries is not None:
         for qid, q in items:  # one bad query must not lose the others' answers
             try:
-                line = {"id": qid, "tools": _tools(router.select(q, **opts))}
+                selections = router.select(q, **opts)
+                line = {"id": qid, "tools": _tools(selections, tokens)}
+                if selections.budget is not None:
+                    line["budget"] = selections.budget.to_dict()
+                _budget_warning(f"query {qid}: ", selections, k)
             except RouterError as exc:
-                err.print(printable(f"error: query {qid}: {exc}"), highlight=False, markup=False, soft_wrap=True)
+                say(f"error: query {qid}: {exc}", err=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
-            typer.echo(json_text(line))
+                selections = None
+            if as_json:
+                print_json(line)
+                sys.stdout.flush()
+            elif selections is not None:
+                _print_table(_query_text(q), selections, tokens, label=f"{qid}: ")
         return
-    selections = router.select(query, **opts)
+    q = items[0][1]
+    selections = router.select(q, **opts)
+    _budget_warning("", selections, k)
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
-        typer.echo(json_text({"query": query, "method": used, "tools": _tools(selections),
-                              "warnings": router.warnings}))
+        out = {"query": _query_text(q), "method": used, "tools": _tools(selections, tokens),
+               "warnings": router.warnings}
+        if selections.budget is not None:
+            out["budget"] = selections.budget.to_dict()
+        print_json(out)
         return
-    _print_table(query, selections)
+    _print_table(_query_text(q), selections, tokens)
 
 
-def _print_table(query: str, selections) -> None:
-    from rich.table import Table
+def _query_text(q: Any) -> str:
+    """The text routed on: the query itself, or what a conversation becomes (router.query)."""
+    if isinstance(q, str):
+        return q
+    from router.query import normalize_query
 
-    from rich.text import Text
+    return normalize_query(q)
 
-    table = Table(title=Text(printable(f"top tools for: {query[:80]}")), title_justify="left")
-    for col in ("#", "tool", "score", "bm25", "dense", "matched terms", "why"):
-        table.add_column(col, overflow="fold")
-    for s in selections:  # catalog data: escaped, never rich markup
-        table.add_row(str(s.rank), Text(printable(s.record.id)), f"{s.score:.3f}",
-                      "-" if s.bm25_score is None else f"{s.bm25_score:.2f}",
-                      "-" if s.dense_score is None else f"{s.dense_score:.3f}",
-                      Text(printable(", ".join(s.matched_terms))), Text(printable(s.reason)))
-    out.print(table)
+
+def _terms(s, compact: bool = False) -> str:
+    """Matched words with the fields they hit; ``compact`` (table cells): the first field and how
+    many more (the whole list is in --json's ``matched_fields``)."""
+    fields = getattr(s, "matched_fields", None) or {}
+    if not fields:
+        return ", ".join(s.matched_terms)
+    if compact:
+        return ", ".join(f"{t} ({f[0]}{f' +{len(f) - 1}' if len(f) > 1 else ''})" for t, f in fields.items())
+    return ", ".join(f"{t} ({'/'.join(f)})" for t, f in fields.items())
+
+
+def _print_table(query: str, selections, tokens: bool = False, label: str = "") -> None:
+    """A table when the terminal is wide enough for every column; below that, one block per tool
+    (an 80-column table left the matched terms a column 2 characters wide)."""
+    from .output import terminal_width
+
+    cols = ["#", "tool", "score", "bm25", "dense"] + (["tokens"] if tokens else []) + ["why"]
+    rows = []
+    for s in selections:
+        row = [s.rank, s.record.id, f"{s.score:.3f}", "-" if s.bm25_score is None else f"{s.bm25_score:.2f}",
+               "-" if s.dense_score is None else f"{s.dense_score:.3f}"]
+        rows.append(row + ([_tokens_of(s)] if tokens else []) + [s.reason])
+    title = f"{label}top tools for: {ellipsize(query, 80)}"
+    fixed = sum(max([len(c)] + [len(str(r[i])) for r in rows]) + 3 for i, c in enumerate(cols))
+    if fixed + 30 <= terminal_width():
+        show(table(cols[:-1] + ["matched terms"] + cols[-1:], [r[:-1] + [_terms(s, compact=True), r[-1]]
+                                                                for r, s in zip(rows, selections)],
+                   title=title, keep_whole=("tool",), right=("#", "score", "bm25", "dense", "tokens", "why")))
+    else:
+        import textwrap
+
+        say(title)
+        for r, s in zip(rows, selections):
+            say(f"{r[0]:>2}. {s.record.id}")
+            say(textwrap.fill("    " + "  ".join(f"{c} {v}" for c, v in zip(cols[2:], r[2:])),
+                              width=max(40, terminal_width()), subsequent_indent="    "))
+            terms = _terms(s)
+            if terms:
+                say(textwrap.fill(f"    matched: {terms}", width=max(40, terminal_width()), subsequent_indent="      "))
     if not selections:
-        out.print("no tool matched", highlight=False)
+        say("no tool matched")
+    report = getattr(selections, "budget", None)
+    if report is not None:
+        say(f"tokens: {report.used} of the budget of {report.limit}"
+            + (f"; a tool below the top k had to score at least {report.cut:.3f} (relevance cut) to replace a "
+               "dropped one" if report.cut is not None else ""))
+        for d in report.dropped:
+            say(f"  dropped {d.record.id} (rank {d.rank}, score {d.score:.3f}, {d.tokens} tokens): {d.reason}")
+        if report.skipped:
+            say(f"  {report.skipped} lower-ranked tool(s) above the cut did not fit either")
+        if report.stopped:
+            say(f"  stopped: {report.stopped}")
+    elif tokens and selections:
+        say(f"tokens: {sum(_tokens_of(s) for s in selections)} in {len(selections)} tool schemas")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,10 +9,12 @@ thread (``/healthz``: ``starting``, then ``ok``); one line says when it is ready
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
 
+from .config_file import config_option
 from .errors import CliError
 from .options import Db, Model
 
@@ -50,6 +52,7 @@ def _options(upstream_default: Optional[str]):
                                             help="Add the top-k catalog tools to requests that bring none "
                                                  "(off: a request's tools are only ever cut, never added)."),
         model: Model = None,
+        _config: Optional[Path] = config_option("anthropic" if upstream_default else "openai"),
     ) -> None:
         run(upstream=upstream, db=db, host=host, port=port, k=k, on_hallucination=on_hallucination,
             max_repairs=max_repairs, pinned=pinned, token_budget=token_budget, method=method, api_key=api_key,
@@ -64,7 +67,6 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool) -> None:
     from apidb.catalog import default_db_path
-
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
     from router.middleware.server import bind, serve

@@ -36,10 +36,17 @@ def tune(db: Db = None,
          seed: int = typer.Option(0, "--seed"),
          as_json: Json = False) -> None:
     """Fine-tune the embedding model so that your queries find their tools (in-batch negatives)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from router.labelled import load_labelled
-    from router.tune import TuneConfig, check_destination, record_weights, split_holdout, tune as run_tune
+    from router.tune import TuneConfig, check_destination, record_weights, split_holdout
+    from router.tune import tune as run_tune
 
     check_destination(out)
     data = load_labelled(catalog_path(db), queries)
@@ -79,7 +86,7 @@ def tune(db: Db = None,
 
         out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
                           f"weights {RouterConfig().weights}", highlight=False)
-    out_console.print(f"use it: toolsift index --db {db} --model {out}", highlight=False)
+    out_console.print(f"use it: toolsift index --db {catalog_path(db)} --model {out}", highlight=False)
 
 
 def _busy(message: str, quiet: bool):

@@ -235,9 +235,10 @@ def test_control_characters_in_catalog_data_are_escaped(tmp_path):
     evil_id = next(r["id"] for r in as_json if r["name"] == evil)  # escaped on the wire, the same once parsed
     for args in (("catalog", "list"), ("catalog", "list", "--json"), ("catalog", "show", evil_id),
                  ("catalog", "stats"), ("catalog", "show", evil)):
-        proc = toolsift(*args, db=db)
-        out = proc.stdout + proc.stderr
-        for raw in ("\x1b", "\x07", "\u202e", "\x9b"):
-            assert raw not in out, (args, repr(out[:300]))
-    listed = toolsift("catalog", "list", db=db).stdout
+        for terminal in (False, True):  # JSON on a pipe, tables / indented JSON on a terminal
+            proc = toolsift(*args, db=db, terminal=terminal)
+            out = proc.stdout + proc.stderr
+            for raw in ("\x1b", "\x07", "\u202e", "\x9b"):
+                assert raw not in out, (args, terminal, repr(out[:300]))
+    listed = toolsift("catalog", "list", db=db, terminal=True, env={"COLUMNS": "400"}).stdout
     assert "\\x1b[2J" in listed and "\\u202e" in listed and "[bold red]x[/]" in listed

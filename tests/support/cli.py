@@ -11,15 +11,21 @@ from pathlib import Path
 _SCRIPT = Path(sys.executable).parent / "toolsift"
 
 
-def toolsift(*args: object, db: Path | None = None) -> subprocess.CompletedProcess:
-    """``toolsift ARGS [--db DB]``; falls back to the entry point when the script is absent."""
+def toolsift(*args: object, db: Path | None = None, terminal: bool = False, stdin: str | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``toolsift ARGS [--db DB]``; falls back to the entry point when the script is absent.
+    ``terminal``: print as for a person at a terminal (TOOLSIFT_FORCE_TERMINAL=1), not JSON."""
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from router.cli import main; main()"]
     cmd += [str(a) for a in args]
     if db is not None:
         cmd += ["--db", str(db)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-    env.pop("TOOLSIFT_DB", None)
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    full = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+    full.pop("TOOLSIFT_DB", None)
+    full.pop("TOOLSIFT_FORCE_TERMINAL", None)
+    if terminal:
+        full["TOOLSIFT_FORCE_TERMINAL"] = "1"
+    full.update(env or {})
+    return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=300, input=stdin)
 
 
 def ok_json(*args: object, db: Path | None = None) -> object:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.support.cli import toolsift
 from tests.checker.conftest import shared
+from tests.support.cli import toolsift
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def test_check_bfcl_mode_reproduces_the_official_verdicts(tmp_path, dev_lines):
     src.write_text("\n".join(dev_lines) + "\n", encoding="utf-8")
     for fc, label in ((False, "official_valid"), (True, "official_valid_fc")):
         res = toolsift("check", src, "--mode", "bfcl", "--bfcl-data", shared("bfcl"), *(["--bfcl-fc"] if fc else []))
-        assert res.returncode == 0, res.stderr
+        assert res.returncode == 1, res.stderr  # some official outputs are invalid
         out = [json.loads(line) for line in res.stdout.splitlines()]
         rows = [json.loads(line) for line in dev_lines]
         assert [o["uid"] for o in out] == [r["uid"] for r in rows]
@@ -62,7 +62,8 @@ def test_a_bad_line_is_one_line_and_exit_2(tmp_path, line, where):
 def test_audit_bfcl_mode(tmp_path, dev_lines):
     src = tmp_path / "dev.jsonl"
     src.write_text("\n".join(dev_lines) + "\n", encoding="utf-8")
-    res = toolsift("audit", src, "--mode", "bfcl", "--bfcl-data", shared("bfcl"), "--json", "--report", tmp_path / "r")
+    res = toolsift("audit", src, "--mode", "bfcl", "--bfcl-data", shared("bfcl"), "--json", "--report", tmp_path / "r",
+                   "--fail-on", "none")
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
     rows = [json.loads(line) for line in dev_lines]

@@ -6,9 +6,8 @@ import os
 import subprocess
 import sys
 
-from typer.testing import CliRunner
-
 import pytest
+from typer.testing import CliRunner
 
 from router.cli import app, main
 
@@ -70,7 +69,7 @@ def test_bad_input_exits_2_with_one_line(gorilla_db, tmp_path, monkeypatch, caps
         (["route", "x", "--db", str(gorilla_db), "--namespace", "nope"], "unknown namespace"),
         (["route", "x", "--db", str(tmp_path / "missing.db")], "missing.db"),
         (["route", "--queries", str(tmp_path / "nofile.jsonl"), "--db", str(gorilla_db)], "nofile.jsonl"),
-        (["route", "--db", str(gorilla_db)], "QUERY argument or --queries"),
+        (["route", "--db", str(gorilla_db)], "give one of a QUERY argument, --queries"),
     ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "query": "ok"}\nnot json\n')
