@@ -15,6 +15,7 @@ import math
 import os
 import re
 import stat
+import sys
 from typing import Any
 
 MAX_SOURCE_BYTES = 256 * 1024 * 1024  # default; TOOLSIFT_MAX_SOURCE_BYTES overrides it
@@ -159,6 +160,11 @@ def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX
     Iterative (an explicit stack), so it cannot itself recurse too deeply. The trail of
     each value is a linked (key, parent) pair, turned into a path only on error.
     """
+    # Nearly every value is within limits: a quick recursive pass (depth is bounded by
+    # max_depth, so recursion is safe) answers that at a fifth of the cost of the walk
+    # below, which keeps every value's trail so that it can name where a limit is broken.
+    if 0 <= _quick_count(value, 0, max_depth, strict_unicode) <= (max_nodes or sys.maxsize):
+        return
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     seen = 0
     while stack:
@@ -185,6 +191,38 @@ def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX
                     raise UnsafeDocument(f"key holds a lone surrogate {_u(key[i])} (not valid Unicode)",
                                          _unlink(link))
                 stack.append((child, depth + 1, (key, link)))
+
+
+def _quick_count(node: Any, depth: int, max_depth: int, strict_unicode: bool) -> int:
+    """The number of values when certainly within the limits, else -1: the value goes to
+    the exact walk (which also accepts what this pass does not know, e.g. subclasses)."""
+    t = type(node)
+    if t is str:
+        return 1 if not strict_unicode or node.isascii() or lone_surrogate(node) is None else -1
+    if t is int:
+        return 1 if node.bit_length() <= _MAX_INT_BITS else -1
+    if t is float or t is bool or node is None:
+        return 1
+    if depth >= max_depth:
+        return -1
+    n = 1
+    if t is dict:
+        for key, child in node.items():
+            if strict_unicode and type(key) is str and not key.isascii() and lone_surrogate(key) is not None:
+                return -1
+            k = _quick_count(child, depth + 1, max_depth, strict_unicode)
+            if k < 0:
+                return -1
+            n += k
+        return n
+    if t is list or t is tuple:
+        for child in node:
+            k = _quick_count(child, depth + 1, max_depth, strict_unicode)
+            if k < 0:
+                return -1
+            n += k
+        return n
+    return -1
 
 
 def _unlink(link: Any) -> tuple[Any, ...]:

@@ -22,7 +22,7 @@ from apidb.record import ApiRecord
 
 from .bfcl import check_bfcl
 from .bfcl.values import standardize
-from .budget import OverBudget, admit_calls, deadline
+from .budget import OverBudget, admit_calls, admit_question, deadline
 from .memo import Memo
 from .strict_schema import TYPE_NAMES, DocRule
 from .strict_truth import Truth, openai_name, value_matches
@@ -144,9 +144,10 @@ def _one_call(item: Any) -> tuple[Call | None, str]:
 
 # -- compiled docs + ground truth -------------------------------------------------------
 class _Plan:
-    __slots__ = ("docs", "ids", "real_names", "truth", "rules", "_near")
+    __slots__ = ("has_docs", "docs", "ids", "real_names", "truth", "rules", "_near")
 
     def __init__(self, functions: Any, ground_truth: Any) -> None:
+        self.has_docs = functions is not None
         self.docs, self.ids = _function_docs(functions)
         self.real_names = [n for n, d in self.docs.items() if d.get("name") == n]
         self.truth = Truth(ground_truth) if ground_truth is not None else None
@@ -202,23 +203,27 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
         return check_bfcl(calls, functions, ground_truth, category=category, language=language, fc=fc)
     if mode != "strict":
         raise ValueError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
-    calls, why = admit_calls(calls, functions, ground_truth)
+    calls, why = admit_calls(calls)
+    plan = None
+    if why is None:
+        plan = PLANS.get(functions, ground_truth)
+        if plan is None:  # a question not compiled yet: its docs are admitted once (admit_question)
+            why = admit_question(functions, ground_truth)
     if why:
         return make("unparsable", defects=[Defect("unparsable", why)])
     try:
         with deadline():
-            return _check(calls, functions, ground_truth)
+            return _check(calls, plan or _plan(functions, ground_truth))
     except RecursionError:
         return make("unparsable", defects=[Defect("unparsable", "calls nest too deeply to check")])
     except OverBudget as exc:
         return make("unparsable", defects=[Defect("unparsable", str(exc))])
 
 
-def _check(calls: Any, functions: Any, ground_truth: Any) -> Verdict:
+def _check(calls: Any, plan: _Plan) -> Verdict:
     parsed, defects = _calls(calls)
     broken = bool(defects)  # only undecodable calls so far
-    plan = PLANS.get(functions, ground_truth) or _plan(functions, ground_truth)
-    if functions is not None:
+    if plan.has_docs:
         rules = plan.rules
         for i, call in enumerate(parsed):
             if call is None:

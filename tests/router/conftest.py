@@ -88,3 +88,34 @@ def hub_db(tmp_path, torchhub_records, hub_router, emb_cache):
     for f in emb_cache.glob("emb-*.npz"):
         shutil.copy(f, cache / f.name)
     return db
+
+
+
+@pytest.fixture
+def user_cache(tmp_path, monkeypatch):
+    """An empty user-level embedding cache (``$TOOLSIFT_CACHE``) of this test's own, for tests
+    that count what gets embedded: the session's (and earlier runs') cache would hold the
+    vectors. ONNX exports stay shared (a symlink to the real folder): an export is not what
+    these tests are about, and takes a torch import and a minute."""
+    from router.dense import default_cache_dir, forget_caches
+
+    real = default_cache_dir() / "onnx"
+    own = tmp_path / "toolsift-cache"
+    own.mkdir()
+    real.mkdir(parents=True, exist_ok=True)
+    (own / "onnx").symlink_to(real, target_is_directory=True)
+    monkeypatch.setenv("TOOLSIFT_CACHE", str(own))
+    forget_caches()
+    yield own
+    forget_caches()
+
+
+@pytest.fixture
+def own_embedding_cache(user_cache, tmp_path, monkeypatch):
+    """`user_cache`, and no vectors shipped with the package either (the bundled Gorilla
+    catalog's): for tests that need a vector to be nowhere until the model makes it."""
+    import router.vector_store as vector_store
+
+    monkeypatch.setattr(vector_store, "BUNDLED_DIR", tmp_path / "no-shipped-vectors")
+    monkeypatch.setattr(vector_store, "_SHIPPED", {})
+    return user_cache

@@ -24,7 +24,7 @@ def test_build_then_open_uses_both_indexes(hub_db):
     assert again.up_to_date and again.embedded == 0
 
 
-def test_one_changed_record_is_re_embedded_alone(hub_db, torchhub_records):
+def test_one_changed_record_is_re_embedded_alone(hub_db, torchhub_records, own_embedding_cache):
     build_index(hub_db)
     changed = replace(torchhub_records[10], description=torchhub_records[10].description + " Now faster.")
     with Catalog(hub_db) as cat:
@@ -47,13 +47,15 @@ def test_missing_dense_file_is_rebuilt_from_the_cache(hub_db):
     assert router.select("object detection", k=2)[0].dense_score is not None
 
 
-def test_corrupt_files_fall_back_to_bm25_with_a_warning(hub_db):
+def test_corrupt_files_fall_back_to_bm25_with_a_warning(hub_db, own_embedding_cache):
     build_index(hub_db)
     idir = index_dir_for(hub_db)
     manifest = json.loads((idir / "manifest.json").read_text())
     (idir / manifest["build"] / "dense.faiss").write_bytes(b"not a faiss index")
     (idir / manifest["build"] / "bm25" / "vocab.index.json").write_text("{broken")
     shutil.rmtree(idir / "cache")
+    for f in own_embedding_cache.glob("emb-*"):  # the vectors are nowhere else either
+        f.unlink()
     forget_caches()  # this process still holds the vectors in memory; a new process would not
     router = Router.open(hub_db)
     text = " ".join(router.warnings)

@@ -189,6 +189,17 @@ def test_routing_with_an_exported_model_never_imports_torch(gorilla_db, tmp_path
     # int8 document vectors are never searched with torch (fp32) query vectors: stale, said so
     from router import Router
 
+    # (the fp32 vectors of these records exist: shipped with the package, or in the user cache)
+    import numpy as np
+
+    from router import text as rtext
+    from router.vector_store import vector_cache
+
     r = Router.open(gorilla_db, encoder="torch")
     assert any("int8 vectors" in w for w in r.warnings)
-    assert r.dense_index() is None  # no fp32 vectors cached for this catalog: BM25 only, said so
+    dense = r.dense_index()  # built again from fp32 vectors, row for row
+    keys = [rtext.embedding_key(rec) for rec in r.records[:50]]
+    fp32 = np.vstack(vector_cache(r.model_id, "torch").get_many(keys))
+    int8 = np.vstack(vector_cache(r.model_id, "onnx-int8").get_many(keys))
+    assert np.allclose(dense.vectors[:50], fp32, atol=2e-3)
+    assert not np.allclose(dense.vectors[:50], int8, atol=2e-3)

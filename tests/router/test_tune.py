@@ -65,7 +65,7 @@ def _fresh_base():
     return fresh_model("all-MiniLM-L6-v2")
 
 
-def test_writing_the_folder_again_invalidates_index_and_cache(hub, tmp_path):
+def test_writing_the_folder_again_invalidates_index_and_cache(hub, tmp_path, own_embedding_cache):
     from apidb import Catalog
     from router.dense import model_identity
     from router.index import build_index, load_index

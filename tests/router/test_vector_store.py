@@ -19,23 +19,6 @@ from router.vector_store import (
 from tests.support.cli import toolsift
 
 
-@pytest.fixture
-def user_cache(tmp_path, monkeypatch):
-    """An empty $TOOLSIFT_CACHE that keeps the ONNX export of the real one (an export is not
-    what these tests are about, and takes a torch import)."""
-    from router.dense import default_cache_dir
-
-    real = default_cache_dir()
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    if (real / "onnx").is_dir():
-        (cache / "onnx").symlink_to(real / "onnx", target_is_directory=True)
-    monkeypatch.setenv("TOOLSIFT_CACHE", str(cache))
-    forget_caches()
-    yield cache
-    forget_caches()
-
-
 class _NoModel:
     """Stands where the embedder would be: any call to encode fails the test."""
 
