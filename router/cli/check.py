@@ -83,7 +83,7 @@ def _what(row: dict[str, Any]) -> str:
     defects = row.get("defects") or []
     text = defects[0].get("message", "") if defects else ""
     sugg = row.get("suggestions") or []
-    if sugg:
+    if sugg and str(sugg[0]) not in text:  # the defect's message often names it already
         text += f" (did you mean {sugg[0]}?)" if text else f"did you mean {sugg[0]}?"
     return text or (row.get("api") or "")
 
