@@ -160,3 +160,26 @@ def test_route_token_budget_shows_tokens_and_what_it_dropped(gorilla_db):
     table = toolsift("route", q, "--method", "bm25", "-k", "5", "--token-budget", "400", db=gorilla_db,
                      terminal=True)
     assert "tokens" in table.stdout and f"{budget['used']} of the budget of 400" in table.stdout
+
+
+def test_tune_and_bench_retrieval_read_toolsift_db_too(tmp_path):
+    missing = tmp_path / "from-env.db"
+    env = {"TOOLSIFT_DB": str(missing)}
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "1", "query": "x", "relevant": ["y"]}) + "\n", encoding="utf-8")
+    for args in (("tune", "--queries", queries, "--out", tmp_path / "tuned"),
+                 ("bench", "retrieval", "--queries", queries, "--out", tmp_path / "bench")):
+        res = toolsift(*args, env=env)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, (args, res.stderr)
+        assert res.stderr.startswith("error: ") and str(missing) in res.stderr, (args, res.stderr)
+
+
+def test_matched_terms_are_content_words_with_fields(gorilla_db):
+    q = "What's going on: I'd like one model from torch hub to classify sports videos"
+    out = json.loads(toolsift("route", q, "--method", "bm25", "-k", "3", db=gorilla_db).stdout)
+    for tool in out["tools"]:
+        words = set(tool["matched_terms"])
+        assert words and not words & {"s", "going", "from", "one", "like", "i", "d", "what"}, words
+        assert set(tool["matched_fields"]) == words
+        assert all(set(f) <= {"name", "namespace", "description", "params", "tags", "call"}
+                   for f in tool["matched_fields"].values())
