@@ -4,6 +4,10 @@ completion, --db / $TOOLSIFT_DB, terminal vs pipe output, exit codes, stdin inpu
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -46,8 +50,14 @@ def test_version_and_completion():
 
     res = toolsift("--version")
     assert res.returncode == 0 and res.stdout.strip() == f"toolsift {version('toolsift')}"
-    comp = toolsift("--show-completion", "bash")
-    assert comp.returncode == 0 and "complete" in comp.stdout and "_TOOLSIFT_COMPLETE" in comp.stdout
+    # typer detects the shell from the parent process, as when a user types it in bash
+    # (under make or CI the parent is sh, which typer does not support; `; exit` keeps bash
+    # from exec-ing the script in its own place)
+    script = Path(sys.executable).with_name("toolsift")
+    comp = subprocess.run(["bash", "-c", f"'{script}' --show-completion; exit $?"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert comp.returncode == 0, comp.stderr
+    assert "complete" in comp.stdout and "_TOOLSIFT_COMPLETE" in comp.stdout
 
 
 def test_check_exits_1_on_defective_calls_and_fail_on_chooses(tmp_path, gorilla_db):
