@@ -13,7 +13,6 @@ cache and index, so a query is never compared with vectors of the other precisio
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
@@ -25,9 +24,9 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import RouterError
-from .model import (DEFAULT_MODEL, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
+from .model import (DEFAULT_MODEL, file_lock, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
                     model_path)  # (re-exported: callers import the model helpers from here)
-from .onnx_encoder import OnnxEncoder  # light: onnxruntime and tokenizers load on first use
+from .onnx_encoder import OnnxEncoder, span_vectors  # light: onnxruntime and tokenizers load on first use
 from .threads import intra_op_threads  # noqa: F401  (sets OMP_WAIT_POLICY first; re-exported)
 from .vector_index import DenseIndex  # noqa: F401  (re-exported: callers import it from here)
 
@@ -178,14 +177,7 @@ def encode_with_spans(model, text: str, spans: Sequence[tuple[int, int]]) -> np.
     tokens = out["token_embeddings"].float().numpy()
     offsets = np.asarray(model.tokenizer(text, return_offsets_mapping=True, truncation=True,
                                          max_length=model.max_seq_length)["offset_mapping"])[:len(tokens)]
-    rows = [out["sentence_embedding"].float().numpy()]
-    real = offsets[:, 1] > offsets[:, 0]  # special tokens ([CLS], [SEP]) have empty offsets
-    for s, e in spans:
-        inside = real & (offsets[:, 0] >= s) & (offsets[:, 1] <= e)
-        if inside.any():
-            rows.append(tokens[inside].mean(axis=0))
-    vecs = np.vstack(rows).astype(np.float32)
-    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    return span_vectors(out["sentence_embedding"].float().numpy(), tokens, offsets, spans)
 
 
 def default_cache_dir() -> Path:
@@ -248,7 +240,7 @@ class EmbeddingCache:
             if not self._dirty:
                 return
             self.dir.mkdir(parents=True, exist_ok=True)
-            with _file_lock(self.path.with_suffix(".lock")):
+            with file_lock(self.path.with_suffix(".lock")):
                 self._merge_and_write()
             self._dirty = False
 
@@ -268,19 +260,6 @@ class EmbeddingCache:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    """Serialize read-merge-write of one cache file across processes (POSIX advisory lock)."""
-    import fcntl
-
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 _CACHES: dict[tuple[str, str], EmbeddingCache] = {}

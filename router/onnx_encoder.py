@@ -152,11 +152,19 @@ class OnnxEncoder:
         tokens, _ = self._run(self._query, [enc])
         tokens = tokens[0]
         offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)[:len(tokens)]
-        rows = [tokens.mean(axis=0)]
-        real = offsets[:, 1] > offsets[:, 0]  # special tokens ([CLS], [SEP]) have empty offsets
-        for s, e in spans:
-            inside = real & (offsets[:, 0] >= s) & (offsets[:, 1] <= e)
-            if inside.any():
-                rows.append(tokens[inside].mean(axis=0))
-        vecs = np.vstack(rows).astype(np.float32)
-        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        return span_vectors(tokens.mean(axis=0), tokens, offsets, spans)
+
+
+def span_vectors(whole: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
+                 spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Rows: the whole text's vector, then the mean of the token vectors inside each character
+    span (a span holding no token adds no row), all L2-normalized. Shared by the ONNX and the
+    torch encoder, so both pool sentence spans the same way."""
+    rows = [whole]
+    real = offsets[:, 1] > offsets[:, 0]  # special tokens ([CLS], [SEP]) have empty offsets
+    for s, e in spans:
+        inside = real & (offsets[:, 0] >= s) & (offsets[:, 1] <= e)
+        if inside.any():
+            rows.append(tokens[inside].mean(axis=0))
+    vecs = np.vstack(rows).astype(np.float32)
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)

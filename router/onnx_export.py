@@ -15,7 +15,6 @@ exporting at once serialize on a lock file and the second one finds the first on
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -28,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import RouterError
+from .model import file_lock
 
 # Bump when the export recipe changes: older export directories are then ignored.
 EXPORT_VERSION = 1
@@ -69,7 +69,7 @@ def ensure_export(model_dir: str, fingerprint: str, check_texts: Sequence[str] =
     if meta is not None:
         return directory, meta
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(directory.parent / f".{directory.name}.lock"):
+    with file_lock(directory.parent / f".{directory.name}.lock"):
         meta = read_meta(directory)  # another process may have finished it while we waited
         if meta is None:
             meta = _export(model_dir, fingerprint, directory, check_texts)
@@ -216,14 +216,3 @@ def _check_against_torch(model_dir: str, files: dict[str, Path], texts: list[str
         out[name] = (float(cos.min()), float(cos.mean()))
     return out
 
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    import fcntl
-
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
