@@ -390,7 +390,10 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
                  index_dir: str | os.PathLike[str] | None = None) -> dict:
     """What `toolsift doctor` reports about a catalog's index: where it is, whether it exists, what
     built it, and whether it is stale (the catalog or the text rules changed since)."""
-    db = Path(db_path) if db_path else default_db_path()
+    location = db_path or default_db_path()
+    if is_server_url(location):
+        return _stored_status(str(location))
+    db = Path(location)
     idir = Path(index_dir) if index_dir else index_dir_for(db)
     status: dict = {"path": str(idir), "exists": False}
     try:
@@ -404,3 +407,18 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
     return {**status, "exists": True, "records": manifest.get("records"), "model": manifest.get("model"),
             "encoder": manifest.get("encoder"), "vectors": manifest.get("vectors", "fp32"),
             "built": manifest.get("created"), "stale": stale}
+
+
+def _stored_status(url: str) -> dict:
+    """`index_status` of a server's catalog: its stored dense snapshot (router.stored_index)."""
+    from .dense import cache_identity
+    from .stored_index import catalog_digest, dense_snapshot_name
+
+    with Catalog(url, readonly=True) as cat:
+        meta = cat.snapshot_meta(dense_snapshot_name(cache_identity(DEFAULT_MODEL, resolve_encoder(None))))
+        if meta is None:
+            return {"path": str(cat.path), "exists": False}
+        info = json.loads(meta)
+        return {"path": str(cat.path), "exists": True, "records": len(cat), "model": info.get("model"),
+                "encoder": resolve_encoder(None), "vectors": vector_space(None), "built": info.get("created"),
+                "stale": info.get("catalog_digest") != catalog_digest(cat.hashes())}
