@@ -28,7 +28,7 @@ Model = Annotated[Optional[str], typer.Option(
 # `serve mcp` keeps its upstreams' tools in a catalog only when asked (they are live, not curated)
 GatewayStore = Annotated[Optional[str], typer.Option(
     "--db", show_default=False,
-    help="Catalog (file or postgresql:// URL) to keep the upstream tools in (one namespace per server, synced by content hash). "
+    help="Catalog (a file, or a postgresql:// URL) to keep the upstream tools in (one namespace per server, synced by content hash). "
          "Default: in memory.")]
 
 # `demo` builds its own catalog: never the user's $TOOLSIFT_DB

@@ -121,3 +121,22 @@ def pg_cluster():
 def pg_url(pg_cluster) -> str:
     """The URL of a fresh database on the session's cluster."""
     return pg_cluster.create_database()
+
+
+if __name__ == "__main__":  # `python -m tests.support.postgres`: a cluster for a benchmark, until terminated
+    import signal
+    import sys
+
+    why = binaries_missing()
+    if why:
+        print(why, file=sys.stderr)
+        raise SystemExit(2)
+    cluster = Cluster()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        print(cluster.create_database("bench"), flush=True)
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.destroy()
