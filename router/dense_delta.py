@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from .fusion import Ranking, min_max
-from .vector_index import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, DenseIndex, _topn
+from .vector_index import FLAT_MAX, HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, DenseIndex
 from .threads import intra_op_threads
 
 
@@ -128,15 +128,6 @@ class SlottedIndex(DenseIndex):
         known = (slots >= 0) & (slots < len(self.slot_pos))
         pos = np.where(known, self.slot_pos[np.where(known, slots, 0)], -1)
         return scores, pos
-
-    def _exact_subset(self, queries: np.ndarray, n: int, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        sims = queries @ self.vectors[allowed].T
-        scores = np.full((len(queries), n), -np.inf, dtype=np.float32)
-        idx = np.full((len(queries), n), -1, dtype=np.int64)
-        for row in range(len(queries)):
-            docs, s = _topn(sims[row], allowed, n)
-            scores[row, :len(s)], idx[row, :len(docs)] = s, docs
-        return scores, idx
 
     def search(self, query: np.ndarray, n: int, allowed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         if n <= 0 or not self.has_vector.any():

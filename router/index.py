@@ -40,7 +40,7 @@ from . import text as rtext
 from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
 from .errors import RouterError
 from .lexical import LexicalIndex
-from .stored_index import catalog_digest, store_index
+from .stored_index import catalog_digest, store_index, stored_status
 from .vector_store import vector_cache
 
 FORMAT = 1
@@ -392,7 +392,7 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
     built it, and whether it is stale (the catalog or the text rules changed since)."""
     location = db_path or default_db_path()
     if is_server_url(location):
-        return _stored_status(str(location))
+        return stored_status(str(location))
     db = Path(location)
     idir = Path(index_dir) if index_dir else index_dir_for(db)
     status: dict = {"path": str(idir), "exists": False}
@@ -408,17 +408,3 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
             "encoder": manifest.get("encoder"), "vectors": manifest.get("vectors", "fp32"),
             "built": manifest.get("created"), "stale": stale}
 
-
-def _stored_status(url: str) -> dict:
-    """`index_status` of a server's catalog: its stored dense snapshot (router.stored_index)."""
-    from .dense import cache_identity
-    from .stored_index import catalog_digest, dense_snapshot_name
-
-    with Catalog(url, readonly=True) as cat:
-        meta = cat.snapshot_meta(dense_snapshot_name(cache_identity(DEFAULT_MODEL, resolve_encoder(None))))
-        if meta is None:
-            return {"path": str(cat.path), "exists": False}
-        info = json.loads(meta)
-        return {"path": str(cat.path), "exists": True, "records": len(cat), "model": info.get("model"),
-                "encoder": resolve_encoder(None), "vectors": vector_space(None), "built": info.get("created"),
-                "stale": info.get("catalog_digest") != catalog_digest(cat.hashes())}

@@ -289,3 +289,17 @@ def store_index(cat: Catalog, *, model: str | None = None, encoder: str | None =
             "created": time.time()}
     cat.put_snapshot(dense_snapshot_name(fp), json.dumps(meta), buf.getvalue())
     return StoredReport(len(records), embedded, len(records) - embedded, len(wanted), False)
+
+
+def stored_status(url: str) -> dict:
+    """What `toolsift doctor` says of a server catalog's index: its stored dense snapshot."""
+    from .dense import vector_space
+
+    with Catalog(url, readonly=True) as cat:
+        meta = cat.snapshot_meta(dense_snapshot_name(cache_identity(DEFAULT_MODEL, None)))
+        if meta is None:
+            return {"path": str(cat.path), "exists": False}
+        info = json.loads(meta)
+        return {"path": str(cat.path), "exists": True, "records": len(cat), "model": info.get("model"),
+                "encoder": resolve_encoder(None), "vectors": vector_space(None), "built": info.get("created"),
+                "stale": info.get("catalog_digest") != catalog_digest(cat.hashes())}
