@@ -8,7 +8,8 @@ run as its own process) and indexed there (`toolsift index --db postgresql://...
 snapshots stored with the catalog). ``replicas`` proxies (`toolsift serve openai --db ...
 --inject-catalog`) start from it; for each: its cold start (process start to /healthz ok, model
 load and warm-up included) and how many passages it embedded (its /healthz). Then ``changes``
-times a new tool is committed (what `toolsift catalog add` does: one `Catalog.sync`), and every
+times a new tool is committed (what `toolsift catalog add` does: one `Catalog.sync`; the tool is shaped
+like the catalog's ToolBench tools, with a ``tool_name``), and every
 replica is asked, request after request, until its ``x-toolsift-selected`` header offers the
 new tool: the time from the commit until all replicas route it. Last, route p50 per replica
 over real queries. The same on a SQLite file (the replicas poll its generation counter).
@@ -120,7 +121,9 @@ def _changes(db: str, urls: list[str], n: int) -> list[float]:
     for i in range(n):
         word = f"vexa{i}q{os.getpid() % 97}"
         rec = ApiRecord(id=make_id("probe", f"probe_tool_{i}"), namespace="probe", name=f"probe_tool_{i}",
-                        description=f"Zorblaxify the {word} ledger of a warehouse.", source_format="openai")
+                        description=f"Zorblaxify the {word} ledger of a warehouse.", source_format="toolbench",
+                        metadata={"tool_name": f"warehouse_ledger_{i}"})  # shaped like the catalog's ToolBench tools:
+        # their tool_name groups them, and the router's group boost favours grouped tools (router.engine)
         added.append(rec)
         seen: dict[str, float] = {}
         with Catalog(db) as cat:
