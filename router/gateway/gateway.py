@@ -250,11 +250,7 @@ class Gateway:
             raise GatewayError("search_tools: 'k' must be an integer from 1 to 50")
         out: dict[str, Any] = {"query": query, "k": k, "tools": []}
         down = self._down(tenant)
-        router = self.router
-        if router is not None and tenant is not None and tenant.namespaces is not None:
-            from router.scope import ScopedRouter
-
-            router = ScopedRouter(router, tenant.namespaces)
+        router = self.views.router(self.router, tenant)  # a tenant's servers only, before ranking
         if router is not None:
             kwargs: dict[str, Any] = {"k": k}
             if self.method:

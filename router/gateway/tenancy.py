@@ -73,10 +73,23 @@ def tenant_of(ctx: Any, tenants: Tenants | None) -> Tenant | None:
 
 
 class Views:
-    """Each tenant's `Directory`, remade when the gateway's directory changes."""
+    """Each tenant's `Directory` and router, remade when the gateway's own change."""
 
     def __init__(self) -> None:
         self._made: dict[str, tuple[Directory, Directory]] = {}
+        self._routers: dict[str, tuple[Any, Any]] = {}
+
+    def router(self, router: Any, tenant: Tenant | None) -> Any:
+        """``router`` seen through the tenant's servers (`router.scope.ScopedRouter`)."""
+        if router is None or tenant is None or tenant.namespaces is None:
+            return router
+        made = self._routers.get(tenant.name)
+        if made is None or made[0] is not router:
+            from router.scope import ScopedRouter
+
+            made = (router, ScopedRouter(router, tenant.namespaces))
+            self._routers[tenant.name] = made
+        return made[1]
 
     def directory(self, directory: Directory, tenant: Tenant | None) -> Directory:
         if tenant is None or tenant.namespaces is None:
