@@ -28,6 +28,9 @@ def serve_mcp(
     inherit_env: bool = typer.Option(False, "--inherit-env", help="Start every stdio upstream with this process's "
                                      "whole environment (default: PATH, HOME and a few more, plus its 'env'; "
                                      "per server: \"inheritEnv\": true)."),
+    tenants: Optional[Path] = typer.Option(None, "--tenants", envvar="TOOLSIFT_TENANTS", metavar="FILE.toml",
+                                           help="HTTP transport: tenants file; each client key (X-Toolsift-Key or "
+                                                "Authorization: Bearer) sees only its servers; else 401."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log upstream events to stderr."),
     model: Model = None,
 ) -> None:
@@ -47,6 +50,16 @@ def serve_mcp(
 
         model_path(model)  # an unknown model fails now, not at the first search
     specs = load_config(config)
+    tenant_table = None
+    if tenants is not None:
+        from router.tenants import Tenants
+
+        if transport != "http":
+            raise GatewayError("--tenants needs --transport http: a stdio gateway has one client, the process "
+                               "that started it")
+        tenant_table = Tenants.load(tenants)
+        for name in sorted(tenant_table.namespaces() - {s.name for s in specs}):
+            typer.echo(f"warning: {tenants}: namespace {name!r} is not a server of {config}", err=True)
     if inherit_env:
         specs = [replace(s, inherit_env=True) for s in specs]
     # The port first: a busy one is a one-line error before any upstream or model starts.
@@ -54,9 +67,10 @@ def serve_mcp(
     # Logs go to stderr: on the stdio transport stdout carries the protocol.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
     gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout,
-                      ready_timeout=ready_timeout, model=model)
+                      ready_timeout=ready_timeout, model=model, tenants=tenant_table)
     if sock is None:
         anyio.run(serve_stdio, gateway)
     else:
-        typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers)", err=True)
+        door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""
+        typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers{door})", err=True)
         anyio.run(serve_http, gateway, host, port, sock)

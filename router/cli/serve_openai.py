@@ -41,6 +41,9 @@ def _options(upstream_default: Optional[str]):
         api_key: Optional[str] = typer.Option(None, "--api-key", envvar="TOOLSIFT_PROXY_KEY",
                                               help="Require this key from clients (Authorization: Bearer, "
                                                    "X-Toolsift-Key or x-api-key)."),
+        tenants: Optional[Path] = typer.Option(None, "--tenants", envvar="TOOLSIFT_TENANTS", metavar="FILE.toml",
+                                               help="Tenants file: each client key (X-Toolsift-Key) sees only its "
+                                                    "namespaces of the catalog; a missing or wrong key is 401."),
         log_content: bool = typer.Option(False, "--log-content", help="Also log messages and answers."),
         timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
         max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
@@ -57,7 +60,7 @@ def _options(upstream_default: Optional[str]):
         run(upstream=upstream, db=db, host=host, port=port, k=k, on_hallucination=on_hallucination,
             max_repairs=max_repairs, pinned=pinned, token_budget=token_budget, method=method, api_key=api_key,
             log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, max_request_tools=max_request_tools,
-            inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default))
+            inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default), tenants=tenants)
 
     return command
 
@@ -65,7 +68,7 @@ def _options(upstream_default: Optional[str]):
 def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: str, max_repairs: int,
         pinned: list[str], token_budget: Optional[int], method: str, api_key: Optional[str], log_content: bool,
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
-        anthropic: bool) -> None:
+        anthropic: bool, tenants: Optional[Path] = None) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
@@ -94,6 +97,10 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         from router.dense import model_path
 
         model_path(model)  # an unknown model is one line now, not after the port is taken
+    if tenants is not None and api_key:
+        raise CliError("--tenants and --api-key cannot be combined: give the key that sees everything its own "
+                       "tenant with namespaces = [\"*\"]")
+    tenant_table = _load_tenants(tenants)
 
     sock = bind(host, port)  # before anything heavy: a busy port costs nothing
     address = f"http://{host}:{port}"
@@ -110,16 +117,19 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
             router = Router.open(db, model=model, watch=True)
             for warning in getattr(router, "warnings", []) or []:
                 typer.echo(f"warning: {warning}", err=True)
+            _warn_missing_namespaces(tenant_table, router.namespaces())
         _warm_up(router, method, model)
         return RequestRouter(router, k=k, pinned=tuple(pinned), token_budget=token_budget, method=method,
                              model=model, inject=inject_catalog, max_request_tools=max_request_tools)
 
     app = create_app(upstream, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
-                     log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, loader=load)
+                     log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, loader=load,
+                     tenants=tenant_table)
     proxy = app.state.proxy
     client = (f"ANTHROPIC_BASE_URL={address}" if anthropic else f"OPENAI_BASE_URL={address}/v1")
-    proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}); "
-                                        f"ready: {client}", err=True)
+    door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""
+    proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}"
+                                        f"{door}); ready: {client}", err=True)
     serve(app, sock)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
 
 
@@ -128,6 +138,26 @@ def _reachable(db) -> None:
 
     with Catalog.open(db, readonly=True):
         pass
+
+
+def _load_tenants(path: Optional[Path]):
+    """The tenants file (router.tenants), read before the port is bound: a mistake is one line."""
+    if path is None:
+        return None
+    from router.tenants import Tenants
+
+    return Tenants.load(path)
+
+
+def _warn_missing_namespaces(tenants, namespaces) -> None:
+    """A tenant's namespace that the catalog lacks is likely a typo (or not added yet): say so."""
+    if tenants is None:
+        return
+    known = set(namespaces)
+    for tenant in tenants.tenants:
+        for name in sorted((tenant.namespaces or set()) - known):
+            typer.echo(f"warning: {tenants.source}: tenant {tenant.name!r}: namespace {name!r} is not in the catalog",
+                       err=True)
 
 
 def _warm_up(router, method: str, model: str | None = None) -> None:

@@ -35,9 +35,11 @@ from apidb.record import ApiRecord
 from checker.messages import refusal
 
 from .errors import GatewayError
+from .freshness import ClientNotifier
 from .names import qualified, server_name_problem
 from .server import (CALL_TOOL, SEARCH_TOOL, build_server, call_arguments, describe_selection, error_result,
                      gateway_tools, json_result)
+from .tenancy import Views, sees, tenant_of
 from .tool_index import ToolIndex
 from .upstreams import Upstream, UpstreamSpec, UpstreamUnavailable
 
@@ -62,7 +64,7 @@ class Gateway:
     def __init__(self, specs: Iterable[UpstreamSpec] = (), *, db_path: str | Path | None = None,
                  pinned: Sequence[str] = (), method: str | None = None, k: int = 5, model: str | None = None,
                  cache_dir: str | Path | None = None, start_timeout: float = 30.0,
-                 call_timeout: float = 120.0, ready_timeout: float = 10.0) -> None:
+                 call_timeout: float = 120.0, ready_timeout: float = 10.0, tenants: Any = None) -> None:
         self.upstreams = {s.name: Upstream(s, self._on_listing, start_timeout=start_timeout,
                                            call_timeout=call_timeout) for s in specs}
         self.index = ToolIndex(self.upstreams, db_path=db_path, method=method, model=model, cache_dir=cache_dir)
@@ -76,6 +78,9 @@ class Gateway:
         self.pinned: list[ApiRecord] = []
         self._pin_warnings: list[str] = []
         self._tg: Any = None
+        # tenants (router.tenants): each client sees only its servers (router/gateway/tenancy.py)
+        self.tenants, self.views = tenants, Views()
+        self.notifier = ClientNotifier()  # the gateway's own tools/list_changed (router/gateway/freshness.py)
 
     @property
     def catalog(self) -> Any:
@@ -130,6 +135,7 @@ class Gateway:
                                 "until it does", upstream.name, self.ready_timeout)
             self.listed.set()
             self._refresh_pins()
+            await self._announce()
             await self.index.rebuild()
         except Exception as exc:  # noqa: BLE001 - serve what we can; search_tools reports the problem
             self._warn(f"indexing the upstream tools failed: {type(exc).__name__}: {exc}")
@@ -166,7 +172,11 @@ class Gateway:
             if report is not None and report.changed:
                 log.info("upstream %s tools synced: %s", upstream.name, report.to_dict())
             if self.listed.is_set():
+                await self._announce()
                 await self.index.rebuild()
+                if report is not None and report.changed and self.index.encoded is not None:
+                    n = self.index.encoded  # only what was added or edited: the others come from the cache
+                    log.info("upstream %s re-indexed: %d tool%s embedded", upstream.name, n, "" if n == 1 else "s")
         except Exception as exc:  # noqa: BLE001 - keep serving the previous index
             self._warn(f"re-indexing {upstream.name!r} after its tools/list failed: {type(exc).__name__}: {exc}")
 
@@ -205,29 +215,42 @@ class Gateway:
                     log.warning("%s", message)
             self._pin_warnings = missing
 
+    async def _announce(self) -> None:
+        """Tell the clients whose tools/list (the pins they may see) has just changed."""
+        tenants = self.tenants.tenants if self.tenants is not None else [None]
+        lists = {t.name if t else "": [(qualified(r), r.description, r.parameters) for r in self.pinned
+                                       if sees(t, r.namespace)] for t in tenants}
+        for view in await self.notifier.show(lists):
+            log.info("told the clients%s that the gateway's tools changed", f" of tenant {view!r}" if view else "")
+
+    def client_tenant(self, ctx: Any) -> Any:
+        """The tenant an MCP request comes from (None without tenants; GatewayError: no valid key)."""
+        return tenant_of(ctx, self.tenants)
+
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
             log.warning("%s", message)
 
-    def _down(self) -> list[str]:
-        return sorted(n for n, u in self.upstreams.items() if u.status != "ready")
+    def _down(self, tenant: Any = None) -> list[str]:
+        return sorted(n for n, u in self.upstreams.items() if u.status != "ready" and sees(tenant, n))
 
     def _why_down(self, server: str) -> str:
         upstream = self.upstreams[server]
         return upstream.error or (upstream.waiting() if upstream.status == "starting" else upstream.status)
 
     # -- search_tools ----------------------------------------------------------------
-    def search(self, query: str, k: int | None = None) -> dict[str, Any]:
-        """The best tools for ``query`` (only from servers that are up), with scores and why."""
+    def search(self, query: str, k: int | None = None, tenant: Any = None) -> dict[str, Any]:
+        """The best tools for ``query`` (only from servers that are up, and that ``tenant`` may
+        see: filtered before ranking), with scores and why."""
         if not isinstance(query, str) or not query.strip():
             raise GatewayError("search_tools: 'query' must be a non-empty string")
         k = self.default_k if k is None else k
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
             raise GatewayError("search_tools: 'k' must be an integer from 1 to 50")
         out: dict[str, Any] = {"query": query, "k": k, "tools": []}
-        down = self._down()
-        router = self.router
+        down = self._down(tenant)
+        router = self.views.router(self.router, tenant)  # a tenant's servers only, before ranking
         if router is not None:
             kwargs: dict[str, Any] = {"k": k}
             if self.method:
@@ -235,22 +258,22 @@ class Gateway:
             indexed_down = [n for n in down if n in router.namespaces()]
             if indexed_down:  # tools a previous run stored, or a server that is down now
                 kwargs["exclude_namespaces"] = indexed_down
-            directory = self.index.directory
+            directory = self.views.directory(self.index.directory, tenant)
             for sel in router.select(query, **kwargs):
                 # only what a call can reach: a tool removed or withheld since this index was built is not
                 if directory.get(sel.record.namespace, sel.record.name) is not None:
                     out["tools"].append(describe_selection(sel))
-        if router is None and (self.warnings or self.index.warnings):
-            out["warnings"] = self.warnings + self.index.warnings
+        if router is None and tenant is None and (self.warnings or self.index.warnings):
+            out["warnings"] = self.warnings + self.index.warnings  # the operator's: they name any server
         if down:
             out["unavailable_servers"] = {n: self._why_down(n) for n in down}
-        problems = self.index.server_problems()
+        problems = {n: p for n, p in self.index.server_problems().items() if sees(tenant, n)}
         if problems:
             out["server_problems"] = problems
         return out
 
     # -- call_tool -------------------------------------------------------------------
-    def resolve(self, name: str) -> ApiRecord:
+    def resolve(self, name: str, tenant: Any = None) -> ApiRecord:
         """The record a (qualified or bare) name refers to, under `router.gateway.names`.
 
         Raises GatewayError (unavailable server, ambiguous name, tool withheld) or
@@ -258,7 +281,7 @@ class Gateway:
         """
         if not isinstance(name, str) or not name:
             raise GatewayError("call_tool: 'name' must be a non-empty string")
-        directory = self.index.directory
+        directory = self.views.directory(self.index.directory, tenant)  # a tenant's servers only
         scoped = directory.scope(name)
         if scoped is not None:
             server, tool = scoped
@@ -284,18 +307,19 @@ class Gateway:
             raise GatewayError("; ".join(withheld_on))
         raise ToolNotFound(name)
 
-    async def call_tool(self, name: str, arguments: Any = None) -> Any:
-        """Check, then forward one call; always returns an MCP `CallToolResult`."""
+    async def call_tool(self, name: str, arguments: Any = None, tenant: Any = None) -> Any:
+        """Check, then forward one call (to a tool ``tenant`` may see); always returns an MCP
+        `CallToolResult`."""
         from checker.calls import check_calls
 
         try:
             arguments = call_arguments(arguments)
-            record = self.resolve(name)
+            record = self.resolve(name, tenant)
         except GatewayError as exc:
             return error_result(str(exc))
         except ToolNotFound as missing:
-            verdict = check_calls([{"name": name, "arguments": arguments}], functions=self._functions())
-            return error_result(_verdict_message(name, verdict, self._nearest(name, verdict), missing.detail))
+            verdict = check_calls([{"name": name, "arguments": arguments}], functions=self._functions(tenant))
+            return error_result(_verdict_message(name, verdict, self._nearest(name, verdict, tenant), missing.detail))
         verdict = check_calls([{"name": record.name, "arguments": arguments}], functions=[record])
         if not verdict.ok:
             return error_result(_verdict_message(qualified(record), verdict, []))
@@ -307,32 +331,35 @@ class Gateway:
         except UpstreamUnavailable as exc:
             return error_result(f"{exc}; the other servers are still available")
 
-    def _functions(self) -> list[dict[str, Any]]:
-        """Every callable tool, under the shortest name that reaches it."""
-        directory = self.index.directory
+    def _functions(self, tenant: Any = None) -> list[dict[str, Any]]:
+        """Every tool ``tenant`` may call, under the shortest name that reaches it."""
+        directory = self.views.directory(self.index.directory, tenant)
         return [rec.to_openai_tool(name=directory.callable_name(rec))["function"] for rec in directory.records]
 
-    def _nearest(self, name: str, verdict: Any) -> list[str]:
+    def _nearest(self, name: str, verdict: Any, tenant: Any = None) -> list[str]:
         suggestions = list(getattr(verdict, "suggestions", []) or [])
         if suggestions:
             return suggestions
         from checker.suggest import suggest
 
-        near = suggest(name, [f["name"] for f in self._functions()], n=3)
+        near = suggest(name, [f["name"] for f in self._functions(tenant)], n=3)
         if near or self.router is None:
             return near
         # No similar spelling: the tools whose descriptions best match the words of the name.
         words = re.sub(r"[_\W]+", " ", name).strip()
-        return [t["name"] for t in self.search(words, 3)["tools"]] if words else []
+        return [t["name"] for t in self.search(words, 3, tenant)["tools"]] if words else []
 
-    def list_tools(self) -> list[Any]:
-        """The gateway's own tools: search_tools, call_tool and the pinned tools."""
-        return gateway_tools([(qualified(r), r.description, r.parameters) for r in self.pinned])
+    def list_tools(self, tenant: Any = None) -> list[Any]:
+        """The gateway's own tools: search_tools, call_tool and the pinned tools (``tenant``'s)."""
+        return gateway_tools([(qualified(r), r.description, r.parameters) for r in self._pins(tenant)])
+
+    def _pins(self, tenant: Any) -> list[ApiRecord]:
+        return [r for r in self.pinned if sees(tenant, r.namespace)]
 
     def build_server(self) -> Any:
         return build_server(self)
 
-    async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any:
+    async def handle_call(self, name: str, arguments: dict[str, Any] | None, tenant: Any = None) -> Any:
         """Dispatch one call the gateway's client made to one of the gateway's own tools."""
         # A search needs the index, up to date with every listing synced so far; a call needs
         # only the listings.
@@ -342,24 +369,25 @@ class Gateway:
         else:
             await self.listed.wait()
         try:
-            return await self._dispatch(name, arguments or {})
+            return await self._dispatch(name, arguments or {}, tenant)
         except Exception as exc:  # noqa: BLE001 - a gateway bug must reach the client as a tool error
             log.exception("gateway error while serving %r", name)
             return error_result(f"gateway error while serving {name!r}: {type(exc).__name__}: {exc}")
 
-    async def _dispatch(self, name: str, args: dict[str, Any]) -> Any:
+    async def _dispatch(self, name: str, args: dict[str, Any], tenant: Any = None) -> Any:
         if name == SEARCH_TOOL:
             try:
-                found = self.search(args.get("query"), args.get("k"))
+                found = self.search(args.get("query"), args.get("k"), tenant)
             except GatewayError as exc:
                 return error_result(str(exc))
             return json_result(found)
         if name == CALL_TOOL:
-            return await self.call_tool(args.get("name"), args.get("arguments"))
-        if any(qualified(r) == name for r in self.pinned):
-            return await self.call_tool(name, args)
+            return await self.call_tool(args.get("name"), args.get("arguments"), tenant)
+        pins = self._pins(tenant)
+        if any(qualified(r) == name for r in pins):
+            return await self.call_tool(name, args, tenant)
         return error_result(f"unknown tool {name!r}: this gateway offers {SEARCH_TOOL}, {CALL_TOOL}"
-                            + "".join(f", {qualified(r)}" for r in self.pinned))
+                            + "".join(f", {qualified(r)}" for r in pins))
 
     def status(self) -> dict[str, Any]:
         servers = []

@@ -71,6 +71,13 @@ class Directory:
             self._by_name.setdefault(rec.name, []).append(rec)
         self._withheld = withheld or {}
 
+    def restricted(self, servers: Collection[str]) -> "Directory":
+        """The same names over some servers only (a tenant's): the other servers' tools, names and
+        problems are not there at all, so a name scoped to one of them is just an unknown name."""
+        keep = frozenset(servers)
+        return Directory([r for r in self.records if r.namespace in keep], self.servers & keep,
+                         {s: w for s, w in self._withheld.items() if s in keep})
+
     def scope(self, name: str) -> tuple[str, str] | None:
         """(server, tool) when ``name`` starts with a known server's name and ``__``."""
         parts = split(name)

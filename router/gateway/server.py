@@ -17,9 +17,12 @@ class ServedGateway(Protocol):
     """What the MCP face needs of a gateway (`router.gateway.Gateway` is the one there is); a
     protocol, so this module never imports the gateway that imports it."""
 
+    tenants: Any            # router.tenants.Tenants, or None
+    notifier: Any           # router.gateway.freshness.ClientNotifier
     async def wait_listed(self) -> None: ...  # until list_tools can answer
-    def list_tools(self) -> list[Any]: ...
-    async def handle_call(self, name: str, arguments: dict[str, Any] | None) -> Any: ...
+    def client_tenant(self, ctx: Any) -> Any: ...  # the tenant of one request (None without tenants)
+    def list_tools(self, tenant: Any = None) -> list[Any]: ...
+    async def handle_call(self, name: str, arguments: dict[str, Any] | None, tenant: Any = None) -> Any: ...
     def build_server(self) -> Any: ...
     async def __aenter__(self) -> Any: ...
     async def __aexit__(self, *exc: Any) -> None: ...
@@ -64,19 +67,43 @@ def gateway_tools(pinned: list[tuple[str, str, dict[str, Any]]]) -> list[Any]:
 
 
 def build_server(gateway: ServedGateway) -> Any:
-    """A low-level MCP `Server` exposing ``gateway``'s tools."""
+    """A low-level MCP `Server` exposing ``gateway``'s tools (to each client, its tenant's), which
+    tells its clients when they change (router/gateway/freshness.py)."""
     import mcp_types as types
     from mcp.server import Server
+    from mcp.server.lowlevel.server import NotificationOptions
+    from mcp.shared.exceptions import MCPError
+
+    def tenant(ctx: Any) -> Any:
+        try:
+            return gateway.client_tenant(ctx)
+        except GatewayError as exc:  # the HTTP face answers 401 first; this is the last line of defence
+            raise MCPError(code=-32001, message=str(exc)) from None
+
+    def view(who: Any) -> str:
+        return who.name if who is not None else ""
 
     async def on_list_tools(ctx: Any, params: Any) -> Any:
+        who = tenant(ctx)
         await gateway.wait_listed()
-        return types.ListToolsResult(tools=gateway.list_tools())
+        gateway.notifier.seen(ctx, view(who))
+        return types.ListToolsResult(tools=gateway.list_tools(who))
 
     async def on_call_tool(ctx: Any, params: Any) -> Any:
-        return await gateway.handle_call(params.name, params.arguments)
+        who = tenant(ctx)
+        gateway.notifier.seen(ctx, view(who))
+        return await gateway.handle_call(params.name, params.arguments, who)
 
-    return Server("toolsift-gateway", version=_version(), instructions=INSTRUCTIONS,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    async def on_listen(ctx: Any, params: Any) -> Any:
+        return await gateway.notifier.listen(ctx, params, view(tenant(ctx)))
+
+    class GatewayServer(Server):  # handshake-era clients learn that tools/list can change
+        def create_initialization_options(self, notification_options: Any = None, *args: Any, **kw: Any) -> Any:
+            return super().create_initialization_options(notification_options or NotificationOptions(
+                tools_changed=True), *args, **kw)
+
+    return GatewayServer("toolsift-gateway", version=_version(), instructions=INSTRUCTIONS,
+                         on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_subscriptions_listen=on_listen)
 
 
 def error_result(text: str) -> Any:
@@ -169,6 +196,10 @@ async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int 
     try:
         async with gateway:
             app = gateway.build_server().streamable_http_app(host=host)
+            if gateway.tenants is not None:  # every HTTP request needs a tenant's key (router/gateway/tenancy.py)
+                from .tenancy import KeyCheck
+
+                app = KeyCheck(app, gateway.tenants)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning")
             await uvicorn.Server(config).serve(sockets=[sock])
     finally:

@@ -28,7 +28,6 @@ logged as 499 (no traceback); anything unexpected → 500 with a JSON error (the
 # handlers defined inside create_app (fastapi itself is imported lazily there).
 
 import asyncio
-import hmac
 import json
 import logging
 import os
@@ -47,6 +46,7 @@ from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
 from .responses import RESPONSES, ResponsesMemory
 from .server import warm_up_request_path
+from .tenants import KEY_HELP, NAMESPACES_HEADER, Gate, NamespaceRefused
 from .upstream import Upstream, request_headers, response_headers
 
 log = logging.getLogger("toolsift.proxy")
@@ -63,12 +63,13 @@ class Proxy(StreamRelay):
     def __init__(self, upstream: str, rr: Optional[RequestRouter] = None, *, on_hallucination: str = "annotate",
                  max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False,
                  timeout: float = 60.0, max_body_bytes: int = 64 * 2**20,
-                 loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5) -> None:
+                 loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5, tenants: Any = None) -> None:
         check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
         self.up = Upstream(upstream)
         self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
         self.mode, self.max_repairs, self.k = on_hallucination, max_repairs, (rr.k if rr else k)
         self.api_key, self.log_content, self.timeout = api_key, log_content, timeout
+        self.gate = Gate(api_key, tenants)  # one key, a tenants file (router.tenants), or an open door
         self.max_body_bytes = max_body_bytes
         self.metrics = Metrics()
         self.memory = ResponsesMemory()
@@ -127,25 +128,12 @@ class Proxy(StreamRelay):
         return self.auth(request)[0] is None
 
     def auth(self, request, api: Api = CHAT) -> tuple[Any, dict[str, str]]:
-        """(error response or None, headers to send upstream)."""
+        """(error response or None, headers to send upstream); the tenant, if any, goes to
+        ``request.state.tenant`` (router/middleware/tenants.py)."""
         headers = request_headers(request.headers.items())
-        if not self.api_key:
-            return None, headers
-        given = request.headers.get("x-toolsift-key")
-        bearer = request.headers.get("authorization", "")
-        if given is None and bearer.lower().startswith("bearer "):
-            given = bearer[7:].strip()
-            headers.pop("authorization", None)  # it was the proxy's key: never send it upstream
-            if os.environ.get("TOOLSIFT_UPSTREAM_API_KEY"):
-                headers["authorization"] = f"Bearer {os.environ['TOOLSIFT_UPSTREAM_API_KEY']}"
-        elif given is None and request.headers.get("x-api-key"):  # an Anthropic client's key
-            given = request.headers["x-api-key"]
-            headers.pop("x-api-key", None)
-            if os.environ.get("TOOLSIFT_UPSTREAM_API_KEY"):
-                headers["x-api-key"] = os.environ["TOOLSIFT_UPSTREAM_API_KEY"]
-        if given is None or not hmac.compare_digest(given.encode(), self.api_key.encode()):
-            return _error(401, "missing or wrong toolsift proxy key (send it as 'Authorization: Bearer KEY' "
-                          "or 'X-Toolsift-Key: KEY')", "invalid_api_key", api), headers
+        admitted, request.state.tenant = self.gate.admit(request.headers, headers)
+        if not admitted:
+            return _error(401, f"missing or wrong toolsift key ({KEY_HELP})", "invalid_api_key", api), headers
         return None, headers
 
     def log_line(self, rec: dict) -> None:
@@ -233,7 +221,15 @@ class Proxy(StreamRelay):
                 return _error(413, f"request body is over the proxy's limit of {self.max_body_bytes / 2**20:g} MB "
                               "(--max-body-mb)", "request_too_large", api)
             rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
-            rr = await self.request_router()
+            tenant = request.state.tenant
+            if tenant is not None:
+                rec["tenant"] = tenant.name
+            try:  # only the namespaces this request may see, before anything is ranked
+                rr = self.gate.request_router(await self.request_router(), tenant,
+                                              request.headers.get(NAMESPACES_HEADER))
+            except NamespaceRefused as exc:
+                status = 403
+                return _error(403, str(exc), "namespace_not_allowed", api)
             try:
                 body = self.parse(raw, api, rr)
             except ValueError as exc:
@@ -363,12 +359,14 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
-               loader: Optional[Callable[[], RequestRouter]] = None):
+               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
     (default: the catalog's, else MiniLM). ``loader``: build the request router in a background
-    thread once the server listens (``/healthz`` says ``starting`` until then; requests wait)."""
+    thread once the server listens (``/healthz`` says ``starting`` until then; requests wait).
+    ``tenants``: a `router.tenants.Tenants`; each request's key then decides the catalog
+    namespaces it is routed with (router/middleware/tenants.py), and a missing or wrong key is 401."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -384,7 +382,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                   log_content=log_content, timeout=timeout, max_body_bytes=int(max_body_mb * 2**20), loader=loader,
-                  k=k)
+                  k=k, tenants=tenants)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -407,7 +405,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         live = catalog_health(proxy.rr.router if proxy.rr is not None else None)
         state = "degraded" if proxy.state == "ok" and live and live["status"] != "ok" else proxy.state
         body: dict[str, Any] = {"status": state}
-        if not proxy.api_key or proxy.authorized(request):
+        if not proxy.gate.closed or proxy.authorized(request):
             body.update(upstream=proxy.upstream, k=proxy.k, on_hallucination=proxy.mode,
                         catalog=bool(proxy.rr is not None and proxy.rr.router is not None))
             if live:

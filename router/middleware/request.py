@@ -19,6 +19,7 @@ Rules (from what users of tool routers keep asking for, and issue 13's four fram
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import threading
@@ -198,6 +199,14 @@ class RequestRouter:
             status = "all"
         return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
                              budget_exceeded=over, status=status, k=self.k)
+
+    def scoped(self, router: Any) -> "RequestRouter":
+        """The same settings over another view of the catalog (a tenant's namespaces,
+        `router.scope.ScopedRouter`). The caches of request tool lists are shared: they hold only
+        tools that requests brought, never catalog tools."""
+        clone = copy.copy(self)
+        clone.router, clone._names, clone._lock = router, None, threading.Lock()
+        return clone
 
     def pass_through(self, body: dict, reason: str) -> RoutedRequest:
         """Every tool as sent, saying why the request was not routed (``x-toolsift-route: unrouted``)."""

@@ -21,7 +21,8 @@ from .errors import RequestError
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "proxy-connection"})
 # request headers never sent upstream: the proxy's own key and per-request routing marks
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "x-toolsift-key", "x-toolsift-keep"}
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "x-toolsift-key", "x-toolsift-keep",
+                              "x-toolsift-namespaces"}
 # response headers the proxy recomputes (it may re-encode or change the body)
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 

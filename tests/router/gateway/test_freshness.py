@@ -86,3 +86,67 @@ def test_tools_list_changed_syncs_one_namespace_and_reembeds_only_the_change(tmp
             assert cat.namespaces() == {"changing": 3, "weather": 2}
 
     anyio.run(scenario)
+
+
+def test_gateway_process_follows_list_changed_and_tells_its_own_client(tmp_path):
+    """`toolsift serve mcp` over stdio (hybrid ranking, a fresh embedding cache), the same changing
+    server: the pinned tool that appears is announced to the gateway's client with its own
+    tools/list_changed, searched, called; its log says one tool was embedded; removed, it is gone."""
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.conftest import ROOT
+
+    from pathlib import Path
+
+    cfg = tmp_path / "servers.json"
+    cfg.write_text(json.dumps({"mcpServers": {"changing": stdio_entry("changing"),
+                                              "weather": stdio_entry("weather")}}))
+    # no embedding is cached yet, but the ONNX export of the model is reused (making it takes minutes)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    exported = Path(os.environ.get("TOOLSIFT_CACHE", Path.home() / ".cache" / "toolsift")) / "onnx"
+    if exported.is_dir():
+        (cache / "onnx").symlink_to(exported, target_is_directory=True)
+    params = StdioServerParameters(
+        command=sys.executable, cwd=str(ROOT),
+        args=["-m", "router.cli", "serve", "mcp", "--config", str(cfg), "--pin", "changing__translate_text", "-v"],
+        env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOOLSIFT_CACHE": str(cache),
+             "HOME": os.environ.get("HOME", str(tmp_path))})
+    log_path = tmp_path / "gateway.log"
+    heard: list[str] = []
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            heard.append(message.method)
+
+    async def scenario():
+        with log_path.open("w") as log:
+            async with Client(stdio_client(params, errlog=log), mode="legacy", message_handler=on_message) as client:
+                async def tools() -> list[str]:
+                    return [t.name for t in (await client.list_tools()).tools]
+
+                assert await tools() == ["search_tools", "call_tool"]  # the pin is not there yet
+                await client.call_tool("call_tool", {"name": "enable_translation", "arguments": {}})
+                await _until(lambda: bool(heard))
+                assert await tools() == ["search_tools", "call_tool", "changing__translate_text"]
+                found = json.loads(_text(await client.call_tool("search_tools", {"query": "translate a text"})))
+                assert found["tools"][0]["name"] == "changing__translate_text"
+                res = await client.call_tool("changing__translate_text", {"text": "hi", "target_language": "fr"})
+                assert _text(res) == "[fr] hi"
+                await _until(lambda: "changing re-indexed" in log_path.read_text(), 300)
+                await client.call_tool("call_tool", {"name": "disable_translation", "arguments": {}})
+                await _until(lambda: len(heard) >= 2)
+                assert await tools() == ["search_tools", "call_tool"]
+                gone = await client.call_tool("call_tool", {"name": "changing__translate_text",
+                                                            "arguments": {"text": "x", "target_language": "de"}})
+                assert gone.is_error
+                await _until(lambda: log_path.read_text().count("changing re-indexed") >= 2, 300)
+
+    anyio.run(scenario)
+    reindexed = [line.split(": ", 1)[1] for line in log_path.read_text().splitlines() if "changing re-indexed" in line]
+    # the added tool only, then nothing (a removal embeds nothing)
+    assert reindexed == ["upstream changing re-indexed: 1 tool embedded", "upstream changing re-indexed: 0 tools embedded"]

@@ -1,0 +1,125 @@
+"""Who a proxy request is, and which catalog namespaces it is routed with (issue 17).
+
+The key: ``X-Toolsift-Key`` when the request has it (the client's own ``Authorization`` /
+``x-api-key`` then go upstream untouched). Without it, the bearer token (or an Anthropic
+client's ``x-api-key``) is taken as the toolsift key: it is *not* sent upstream, and
+``$TOOLSIFT_UPSTREAM_API_KEY`` authorizes the upstream call instead. The second form is for
+clients that can set only an API key and a base URL; the first for everything that can add a
+header (the openai and anthropic SDKs' ``default_headers``, LangChain's ``default_headers``,
+curl). Either way the proxy keeps no key: a presented key is hashed, compared and dropped.
+
+With a tenants file (`router.tenants`), the key names a tenant and the tenant's namespaces are
+the only catalog the request is routed, injected, pinned and checked with: the request router
+gets a `ScopedRouter` over them. ``X-Toolsift-Namespaces: a,b`` narrows one request further,
+never wider: a namespace the key may not see is refused (403) with the same words whether or not
+it exists.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from router.scope import ScopedRouter
+from router.tenants import Tenant, Tenants
+
+from .errors import MiddlewareError
+from .request import RequestRouter
+
+KEY_HEADER = "x-toolsift-key"
+NAMESPACES_HEADER = "x-toolsift-namespaces"
+UPSTREAM_KEY_ENV = "TOOLSIFT_UPSTREAM_API_KEY"
+KEY_HELP = "send it as 'X-Toolsift-Key: KEY' (or as the API key: 'Authorization: Bearer KEY')"
+
+
+class NamespaceRefused(MiddlewareError):
+    """``X-Toolsift-Namespaces`` names a namespace the request's key may not see (403)."""
+
+
+def take_key(received: Mapping[str, str], upstream: dict[str, str]) -> str | None:
+    """The toolsift key a request presents (see the module doc). A bearer or ``x-api-key`` that
+    was the toolsift key is removed from ``upstream`` (the headers about to go upstream) and
+    replaced by ``$TOOLSIFT_UPSTREAM_API_KEY`` when that is set."""
+    given = received.get(KEY_HEADER)
+    if given is not None:
+        return given
+    replacement = os.environ.get(UPSTREAM_KEY_ENV)
+    bearer = received.get("authorization", "")
+    if bearer.lower().startswith("bearer "):
+        upstream.pop("authorization", None)
+        if replacement:
+            upstream["authorization"] = f"Bearer {replacement}"
+        return bearer[7:].strip()
+    if received.get("x-api-key"):  # an Anthropic client's key
+        upstream.pop("x-api-key", None)
+        if replacement:
+            upstream["x-api-key"] = replacement
+        return received["x-api-key"]
+    return None
+
+
+@dataclass
+class _View:
+    rr: RequestRouter       # the request router it was made from
+    catalog: Any            # that request router's catalog router, when it was made
+    scoped: RequestRouter
+
+
+class Gate:
+    """The proxy's door: one key (``--api-key``) or a tenants file (``--tenants``), or neither."""
+
+    def __init__(self, api_key: str | None = None, tenants: Tenants | None = None) -> None:
+        if api_key and tenants is not None:
+            raise MiddlewareError("give either one proxy key or a tenants file, not both (a key that sees every "
+                                  "namespace is a tenant with namespaces = [\"*\"])")
+        self.api_key, self.tenants = api_key, tenants
+        self._views: dict[tuple[str, frozenset[str] | None], _View] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def closed(self) -> bool:
+        """Whether a request needs a key."""
+        return bool(self.api_key) or self.tenants is not None
+
+    def admit(self, received: Mapping[str, str], upstream: dict[str, str]) -> tuple[bool, Tenant | None]:
+        """(admitted, tenant): whether the request's key opens the door, and whose it is."""
+        if not self.closed:
+            return True, None
+        given = take_key(received, upstream)
+        if self.tenants is not None:
+            tenant = self.tenants.identify(given)
+            return tenant is not None, tenant
+        ok = given is not None and hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                                                       self.api_key.encode("utf-8", "surrogatepass"))
+        return ok, None
+
+    def request_router(self, rr: RequestRouter, tenant: Tenant | None, narrow: str | None) -> RequestRouter:
+        """``rr`` over the catalog namespaces this request may see. NamespaceRefused when
+        ``narrow`` (the ``X-Toolsift-Namespaces`` value) names one it may not."""
+        wanted = _narrowed(narrow, tenant)
+        spaces = wanted if tenant is None or tenant.namespaces is None else \
+            (tenant.namespaces if wanted is None else wanted & tenant.namespaces)
+        if spaces is None or rr.router is None:  # every namespace, or no catalog to restrict
+            return rr
+        key = (tenant.name if tenant else "", wanted)
+        with self._lock:
+            view = self._views.get(key)
+            if view is None or view.rr is not rr or view.catalog is not rr.router:  # new catalog: new view
+                if len(self._views) > 256:  # narrowed combinations are client-chosen: keep the map bounded
+                    self._views.clear()
+                view = _View(rr, rr.router, rr.scoped(ScopedRouter(rr.router, spaces)))
+                self._views[key] = view
+            return view.scoped
+
+
+def _narrowed(value: str | None, tenant: Tenant | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    names = frozenset(n.strip() for n in value.split(",") if n.strip())
+    refused = sorted(n for n in names if tenant is not None and not tenant.sees(n))
+    if refused:
+        # the same words for a namespace that exists and one that does not: no existence oracle
+        raise NamespaceRefused(f"namespace {refused[0]!r} is not one this key may use ({NAMESPACES_HEADER})")
+    return names
