@@ -81,16 +81,17 @@ def check(path: Path = typer.Argument(..., help="The tenants file (TOML)."), db:
                          for r in rows], title=f"{path}: {len(rows)} tenants", keep_whole=("tenant",)))
 
 
-def _namespace_counts(db: Path | None) -> dict[str, int] | None:
-    """Tools per namespace of the catalog, or None when there is no catalog to look at."""
+def _namespace_counts(db: Path | str | None) -> dict[str, int] | None:
+    """Tools per namespace of the catalog (a file or a PostgreSQL URL), or None when there is no
+    catalog to look at."""
+    from apidb.catalog import Catalog, catalog_exists
+
     path = catalog_path(db)
-    if not path.exists():
+    if not catalog_exists(path):
         if db is not None:
             raise CliError(f"{db}: no such catalog")
         return None
-    from apidb.catalog import Catalog
-
-    with Catalog(path, create=False, readonly=True) as cat:
+    with Catalog.open(path, readonly=True) as cat:
         return dict(cat.namespaces())
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from router.scope import ScopedRouter
+from router.watch import LiveRouter
 from router.tenants import Tenant, Tenants
 
 from .errors import MiddlewareError
@@ -106,12 +107,20 @@ class Gate:
         key = (tenant.name if tenant else "", wanted)
         with self._lock:
             view = self._views.get(key)
-            if view is None or view.rr is not rr or view.catalog is not rr.router:  # new catalog: new view
+            catalog = _current(rr.router)
+            if view is None or view.rr is not rr or view.catalog is not catalog:  # new catalog: new view
                 if len(self._views) > 256:  # narrowed combinations are client-chosen: keep the map bounded
                     self._views.clear()
-                view = _View(rr, rr.router, rr.scoped(ScopedRouter(rr.router, spaces)))
+                view = _View(rr, catalog, rr.scoped(ScopedRouter(rr.router, spaces)))
                 self._views[key] = view
             return view.scoped
+
+
+def _current(router: Any) -> Any:
+    """What a tenant's view was made from. A live router (router.watch) stays one object while it
+    swaps in a new catalog router on every committed change; a view made before the swap would
+    keep the old list of visible records and namespaces, so it is keyed by the current one."""
+    return router.router if isinstance(router, LiveRouter) else router
 
 
 def _narrowed(value: str | None, tenant: Tenant | None) -> frozenset[str] | None:
