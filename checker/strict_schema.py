@@ -277,6 +277,25 @@ class DocRule:
                 return False
         return True
 
+    def worst(self, args: dict[str, Any]) -> str | None:
+        """The most severe kind among ``defects(..., args)``, without building them (the
+        same checks in the same order; strict_plan.py decides verdicts with it)."""
+        props = self.props
+        for arg in args:
+            if arg not in props:
+                return "hallucinated_param"
+        for req in self.required:
+            if req not in args:
+                return "missing_required"
+        found: list[tuple[Any, ...]] = []
+        for arg, value in args.items():
+            rule = self.rule(arg)
+            if rule is not None and not (value is None and arg not in self.required_set):
+                rule.explain(value, arg, found)
+        if not found:
+            return None
+        return "type_error" if any(fact[0] == "type_error" for fact in found) else "enum_violation"
+
     def defects(self, i: int, name: str, args: dict[str, Any]) -> list[Defect]:
         """Every schema defect of one call: unknown, missing, mistyped or out-of-enum arguments."""
         out = [lazy_defect("hallucinated_param", _NoParam(name, arg, self.props), i, name, arg)

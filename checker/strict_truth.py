@@ -23,6 +23,7 @@ from typing import Any
 from apidb.names import openai_safe
 
 from .bfcl.values import standardize as normalize
+from .budget import check_time
 from .verdict import Defect, lazy_defect, quick_defect
 
 _PLAIN = (str, int, float, bool)
@@ -206,6 +207,25 @@ class Truth:
                     out.setdefault(pname, []).extend(options.shown)
         return out
 
+    def matched(self, calls: list[tuple[str, dict[str, Any]]]) -> bool:
+        """Whether ``defects(calls)`` is empty: the same greedy matching, nothing built."""
+        expected = self.expected
+        if len(expected) != len(calls):
+            return False  # an expected call without a call, or a call left over
+        if len(expected) == 1:
+            exp, (cname, args) = expected[0], calls[0]
+            return (cname == exp.name or cname == exp.alias) and exp.satisfied_by(args)
+        used: set[int] = set()
+        for exp in expected:
+            name, alias = exp.name, exp.alias
+            for ci, (cname, args) in enumerate(calls):
+                if (cname == name or cname == alias) and ci not in used and exp.satisfied_by(args):
+                    used.add(ci)
+                    break
+            else:
+                return False
+        return True
+
     def defects(self, calls: list[tuple[str, dict[str, Any]]]) -> list[Defect]:
         """wrong_call defects: expected calls no call satisfies (greedily, in order, each call
         used once), and calls left over."""
@@ -222,6 +242,7 @@ class Truth:
         used: set[int] = set()
         defects: list[Defect] = []
         for gi, exp in enumerate(expected):
+            check_time()  # up to 256 x 256 pairs, each as long as its arguments: within the check's deadline
             name, alias = exp.name, exp.alias
             for ci, (cname, args) in enumerate(calls):
                 if (cname == name or cname == alias) and ci not in used and exp.satisfied_by(args):
