@@ -1,6 +1,6 @@
 """Time the official BFCL AST checker on the outputs of ``bfcl_official/dev.jsonl.gz``.
 
-    REFERENCE_PYTHON benchmarks/bfcl_reference.py DATA_ROOT [--fc] [--limit N]
+    REFERENCE_PYTHON benchmarks/bfcl_reference.py DATA_ROOT [--fc] [--sample N]
 
 Run by ``toolsift bench bfcl --reference-python PATH`` with an interpreter that has
 ``bfcl-eval`` installed (benchmarks/README.md says how, without its ~6 GB of model
@@ -37,12 +37,13 @@ def _jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def load(root: Path, limit: int | None) -> tuple[list[dict], dict[str, tuple[list, list]]]:
-    """The labelled outputs and, per question id, (function docs, possible answer)."""
+def load(root: Path, sample: int) -> tuple[list[dict], dict[str, tuple[list, list]]]:
+    """The labelled outputs (about ``sample`` of them, evenly spaced, as benchmarks/bfcl_speed.py
+    takes them; 0: all) and, per question id, (function docs, possible answer)."""
     with gzip.open(root / "bfcl_official" / "dev.jsonl.gz", "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    if limit:
-        rows = rows[:limit]
+    if sample:
+        rows = rows[::max(1, len(rows) // sample)]
     wanted = {r["id"] for r in rows}
     questions: dict[str, tuple[list, list]] = {}
     bfcl = root / "bfcl"
@@ -58,14 +59,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data_root", type=Path)
     parser.add_argument("--fc", action="store_true", help="judge as the function-calling model")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N outputs")
+    parser.add_argument("--sample", type=int, default=0, help="about N outputs, evenly spaced (0: all)")
     args = parser.parse_args(argv)
 
     from bfcl_eval.constants.enums import Language
     from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
     from bfcl_eval.utils import is_function_calling_format_output
 
-    rows, questions = load(args.data_root, args.limit)
+    rows, questions = load(args.data_root, args.sample)
     languages = {"simple_java": Language.JAVA, "simple_javascript": Language.JAVASCRIPT}
     model, label = (FC_MODEL, "official_valid_fc") if args.fc else (PROMPT_MODEL, "official_valid")
     work = [(questions[r["id"]][0], copy.deepcopy(r["calls"]), questions[r["id"]][1],
@@ -83,7 +84,7 @@ def main(argv: list[str]) -> int:
     cpu = time.process_time() - start
     load_end = os.getloadavg()
     agree = sum(v == r[label] for v, r in zip(verdicts, rows))
-    print(json.dumps({"cpu_seconds": cpu, "outputs": len(rows), "tool_calls": sum(len(r["calls"]) for r in rows),
+    print(json.dumps({"cold_cpu_seconds": cpu, "outputs": len(rows), "tool_calls": sum(len(r["calls"]) for r in rows),
                       "agree": agree, "model": model, "python": sys.version.split()[0],
                       "load_average_start": [round(x, 2) for x in load_start],
                       "load_average_end": [round(x, 2) for x in load_end]}))
