@@ -68,15 +68,14 @@ def function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str, 
 class Plan:
     """One question compiled for strict mode."""
 
-    __slots__ = ("has_docs", "docs", "ids", "real_names", "truth", "rules", "_near")
+    __slots__ = ("has_docs", "docs", "ids", "truth", "rules", "_near")
 
     def __init__(self, functions: Any, ground_truth: Any) -> None:
         self.has_docs = functions is not None
         self.docs, self.ids = function_docs(functions)
-        self.real_names = [n for n, d in self.docs.items() if d.get("name") == n]
         self.truth = Truth(ground_truth) if ground_truth is not None else None
         self.rules: dict[str, DocRule | None] = {}  # by call name, filled by rule()
-        self._near: dict[str, list[str]] = {}
+        self._near: dict[str, list[str]] | None = None  # suggestions by unknown name, on first read
 
     def rule(self, name: str) -> DocRule | None:
         """The doc rule for a call's name, with the ground truth's values for that function."""
@@ -97,9 +96,13 @@ class Plan:
         return self.ids.get(first, first if first in self.docs else None)
 
     def near(self, name: str) -> list[str]:
+        """The real tool names nearest to an unknown one (remembered: outputs repeat their mistakes)."""
+        if self._near is None:
+            self._near = {}
         hit = self._near.get(name)
         if hit is None:
-            hit = self._near[name] = suggest(name, self.real_names)
+            real = [n for n, d in self.docs.items() if d.get("name") == n]  # not the OpenAI-safe aliases
+            hit = self._near[name] = suggest(name, real)
         return hit
 
     def no_tool(self, name: str) -> Any:

@@ -37,6 +37,7 @@ TYPE_NAMES: dict[str, str] = {
 # exact Python types of each kind (fast path; subclasses go through isinstance)
 _EXACT = {_STR: (str,), _INT: (int,), _FLOAT: (int, float), _BOOL: (bool,), _LIST: (list, tuple), _DICT: (dict,)}
 _NO_ALLOWED: list[Any] = []
+_NONE: frozenset[type] = frozenset()
 _BY_TYPE: dict[str, tuple[list[str] | None, frozenset[type] | None]] = {}
 _MISS = object()
 
@@ -79,17 +80,18 @@ class ValueRule:
                  "props", "required", "allowed", "per_index", "members", "_item_rules", "_prop_rules")
 
     def __init__(self, schema: dict[str, Any], allowed: list[Any] | None) -> None:
-        # runs once per parameter of every question: kept to plain loops and cached lookups
+        # runs once per parameter of every question: kept to plain loops, locals and cached lookups
         self.schema = schema
-        t = schema.get("type")
+        get = schema.get
+        t = get("type")
         typed = _BY_TYPE.get(t) if type(t) is str else None
         if typed is None:
             kinds = kinds_of(schema)
             typed = (kinds, frozenset(x for k in kinds for x in _EXACT[k]) if kinds else None)
             if type(t) is str:
                 _BY_TYPE[t] = typed
-        self.kinds, self.exact = typed
-        self.nullable = bool(schema.get("nullable")) or (type(t) is list and "null" in t)
+        self.kinds, self.exact = kinds, exact = typed
+        self.nullable = bool(get("nullable")) or (type(t) is list and "null" in t)
         self.allowed = allowed = allowed or _NO_ALLOWED
         string_ok = per_index = False
         for a in allowed:
@@ -98,25 +100,27 @@ class ValueRule:
             elif isinstance(a, list):
                 per_index = True  # the allowed values at item i differ per index
         self.string_ok, self.per_index = string_ok, per_index
-        enum = schema.get("enum")
-        self.enum = enum if isinstance(enum, list) and enum else None
-        # an enum on an array-typed parameter constrains its items (as BFCL docs use it)
-        self.enum_items = self.enum is not None and self.kinds == [_LIST] and \
-            not any(isinstance(e, list) for e in self.enum)
-        items, props = schema.get("items"), schema.get("properties")
-        self.items = items if isinstance(items, dict) else None
-        self.props = props if isinstance(props, dict) else None
-        required = schema.get("required") if self.props is not None else None
+        enum, items, props = get("enum"), get("items"), get("properties")
+        self.enum = enum = enum if isinstance(enum, list) and enum else None
+        self.items = items = items if isinstance(items, dict) else None
+        self.props = props = props if isinstance(props, dict) else None
+        required = get("required") if props is not None else None
         self.required = frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list) else None
         self._item_rules: dict[int, ValueRule] | None = None
         self._prop_rules: dict[str, ValueRule] | None = None
-        # the exact types for which type(value) in plain settles it: no enum, items or properties
-        self.plain = self.exact if self.exact and self.enum is None and self.items is None \
-            and self.props is None else frozenset()
+        if enum is None:
+            self.enum_items = False
+            self.members = None
+            # the exact types for which type(value) in plain settles it: no enum, items or properties
+            self.plain = exact if exact and items is None and props is None else _NONE
+            return
+        # an enum on an array-typed parameter constrains its items (as BFCL docs use it)
+        self.enum_items = enum_items = kinds == [_LIST] and not any(isinstance(e, list) for e in enum)
+        self.plain = _NONE
         # a scalar enum: a value of an exact type that is a member settles it too
-        self.members = frozenset(e for e in self.enum if type(e) in self.exact) \
-            if self.exact and self.enum is not None and not self.enum_items and self.items is None \
-            and self.props is None and all(type(e) in (str, int, float, bool) for e in self.enum) else None
+        self.members = frozenset(e for e in enum if type(e) in exact) \
+            if exact and not enum_items and items is None and props is None \
+            and all(type(e) in (str, int, float, bool) for e in enum) else None
 
     def optional(self, key: str) -> bool:
         """A property the schema does not require (an explicit null for it is left out)."""

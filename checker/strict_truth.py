@@ -214,21 +214,28 @@ class _WhyNot:
 class Truth:
     """A compiled ground truth: a list of expected calls (``[]``: no call expected)."""
 
-    __slots__ = ("expected",)
+    __slots__ = ("expected", "_allowed")
 
     def __init__(self, ground_truth: Any) -> None:
         items = ground_truth if isinstance(ground_truth, list) else [ground_truth]
         self.expected = [ExpectedCall(*next(iter(e.items()))) for e in items
                          if isinstance(e, dict) and len(e) == 1 and isinstance(next(iter(e)), str)]
+        self._allowed: dict[Any, dict[str, list[Any]]] = {}
 
     def allowed(self, fname: Any) -> dict[str, list[Any]]:
         """Allowed values per parameter of the expected calls to ``fname`` (merged), for the
         schema check's "variable" rule."""
-        out: dict[str, list[Any]] = {}
-        for exp in self.expected:
-            if exp.name == fname:
-                for pname, options in exp.params.items():
-                    out.setdefault(pname, []).extend(options.shown)
+        out = self._allowed.get(fname)
+        if out is None:
+            named = [exp for exp in self.expected if exp.name == fname]
+            if len(named) == 1:  # the common case: that call's own lists, not copies
+                out = {pname: options.shown for pname, options in named[0].params.items()}
+            else:
+                out = {}
+                for exp in named:
+                    for pname, options in exp.params.items():
+                        out.setdefault(pname, []).extend(options.shown)
+            self._allowed[fname] = out
         return out
 
     def matched(self, calls: list[tuple[str, dict[str, Any]]]) -> bool:
