@@ -101,6 +101,8 @@ class Plan:
             self._near = {}
         hit = self._near.get(name)
         if hit is None:
+            if len(self._near) >= 1024:  # unknown names are the model's: keep a bounded few
+                self._near.clear()
             real = [n for n, d in self.docs.items() if d.get("name") == n]  # not the OpenAI-safe aliases
             hit = self._near[name] = suggest(name, real)
         return hit

@@ -227,19 +227,19 @@ class _Words:
 class _NoParam:
     """The words of a hallucinated-parameter defect, suggestions included (run on first read)."""
 
-    __slots__ = ("name", "arg", "props")
+    __slots__ = ("name", "arg", "doc")
 
-    def __init__(self, name: str, arg: str, props: dict[str, Any]) -> None:
-        self.name, self.arg, self.props = name, arg, props
+    def __init__(self, name: str, arg: str, doc: DocRule) -> None:
+        self.name, self.arg, self.doc = name, arg, doc
 
     def __call__(self) -> tuple[str, tuple[str, ...]]:
-        return f"{self.name} has no parameter {self.arg!r}", tuple(suggest(self.arg, self.props))
+        return f"{self.name} has no parameter {self.arg!r}", self.doc.near(self.arg)
 
 
 class DocRule:
     """A function doc compiled with the ground truth's allowed values per parameter."""
 
-    __slots__ = ("props", "required", "required_set", "allowed", "_rules")
+    __slots__ = ("props", "required", "required_set", "allowed", "_rules", "_near")
 
     def __init__(self, doc: dict[str, Any], allowed: dict[str, list[Any]]) -> None:
         params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
@@ -250,6 +250,18 @@ class DocRule:
         self.required_set = frozenset(self.required)
         self.allowed = allowed
         self._rules: dict[str, ValueRule | None] = {}  # compiled on first use
+        self._near: dict[str, tuple[str, ...]] | None = None
+
+    def near(self, arg: str) -> tuple[str, ...]:
+        """The doc's parameters nearest to an unknown one (remembered: outputs repeat their mistakes)."""
+        if self._near is None:
+            self._near = {}
+        hit = self._near.get(arg)
+        if hit is None:
+            if len(self._near) >= 1024:  # unknown names are the model's: keep a bounded few
+                self._near.clear()
+            hit = self._near[arg] = tuple(suggest(arg, self.props))
+        return hit
 
     def rule(self, arg: str) -> ValueRule | None:
         """The compiled rule of a parameter the doc has (None: its schema is not an object)."""
@@ -302,7 +314,7 @@ class DocRule:
 
     def defects(self, i: int, name: str, args: dict[str, Any]) -> list[Defect]:
         """Every schema defect of one call: unknown, missing, mistyped or out-of-enum arguments."""
-        out = [lazy_defect("hallucinated_param", _NoParam(name, arg, self.props), i, name, arg)
+        out = [lazy_defect("hallucinated_param", _NoParam(name, arg, self), i, name, arg)
                for arg in args if arg not in self.props]
         out += [quick_defect("missing_required", f"{name} needs {req!r}", i, name, req)
                 for req in self.required if req not in args]  # cheap words: written now
