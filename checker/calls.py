@@ -133,7 +133,7 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
     if type(calls) is list:  # the common case: decided in one pass when nothing is unusual
         plan = PLANS.get(functions, ground_truth)
         if plan is None and admit_question(functions, ground_truth) is None:
-            plan = plan_for(functions, ground_truth)
+            plan = PLANS.put(functions, ground_truth, None, Plan(functions, ground_truth))
         judged = plan.judge(calls) if plan is not None else None
         if judged is not None:
             verdict, parsed = judged
