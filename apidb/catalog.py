@@ -1,32 +1,42 @@
-"""The catalog: one SQLite file holding one row per API record.
+"""The catalog: one row per API record, in a SQLite file or a PostgreSQL database.
 
-Every write is one transaction, so a failure leaves the file exactly as before.
-Syncing is per namespace: loading a source replaces what that source's namespaces
-held, record by record, so unchanged records are never rewritten.
+``Catalog("catalog.db")`` is a file (apidb._sqlite), ``Catalog("postgresql://user@host/db")`` a
+database on a server that many replicas share (apidb._postgres); both behave the same, and one
+test suite runs against both. Every write is one transaction, so a failure leaves the catalog
+exactly as before. Syncing is per namespace: loading a source replaces what that source's
+namespaces held, record by record, so unchanged records are never rewritten.
+
+Beside the records the catalog keeps what routing needs and must not recompute on every start:
+vectors keyed by (model fingerprint, passage hash), and named snapshots (router.stored_index
+writes a BM25 term-count table and a faiss index there). Each change moves a counter
+(``generation`` for records, ``vector_generation`` for vectors) and, on PostgreSQL, sends a
+NOTIFY on commit, which running replicas follow (router.watch).
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import quote
 
+from . import _postgres, _sqlite
+from .rows import COLUMNS, record_to_row, row_to_record
+from .stored import STORED_SCHEMA, StoredData
+from ._postgres import display_url, is_server_url
 from .errors import CatalogError
-from .safe_io import lone_surrogate
 from .record import ApiRecord
 
 # Version of the file layout below. A file that declares a higher version, or whose
 # records table has columns this code does not know, was written by a newer toolsift:
 # it may still be read (by column name), but never written.
 SCHEMA_VERSION = 1
-COLUMNS = ("id", "namespace", "name", "description", "parameters", "call", "source_format",
-           "metadata", "content_hash")
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM records"
-_SCHEMA = f"""
+_UPSERT = (f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))}) "
+           f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}")
+_SET_META = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+# {blob}: BLOB in SQLite, BYTEA in PostgreSQL; everything else reads the same in both
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
     id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -40,7 +50,7 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_namespace ON records(namespace);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');
+INSERT INTO meta VALUES ('schema_version', '{version}') ON CONFLICT DO NOTHING;
 """
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a command waits for another process's write
 
@@ -54,11 +64,17 @@ def lock_timeout() -> float:
     return value if value >= 0 else DEFAULT_LOCK_TIMEOUT
 
 
-def default_db_path() -> Path:
-    """``$TOOLSIFT_DB``, else ``$XDG_DATA_HOME/toolsift/catalog.db`` (``~/.local/share``)."""
+def catalog_location(value: str | os.PathLike[str]) -> str | Path:
+    """A --db value as the catalog it names: a PostgreSQL URL stays a string, a file a Path."""
+    return value if is_server_url(value) else Path(value)
+
+
+def default_db_path() -> Path | str:
+    """``$TOOLSIFT_DB`` (a file or a ``postgresql://`` URL), else ``$XDG_DATA_HOME/toolsift/catalog.db``
+    (``~/.local/share``)."""
     env = os.environ.get("TOOLSIFT_DB")
     if env:
-        return Path(env)
+        return catalog_location(env)
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "toolsift" / "catalog.db"
 
@@ -78,22 +94,35 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
 
-class Catalog:
-    """An API catalog stored in one SQLite file.
+class Catalog(StoredData):
+    """An API catalog in one SQLite file or one PostgreSQL database (see the module doc).
 
-    ``readonly=True`` opens the file read-only at the SQLite level (``mode=ro``): nothing,
-    not even the schema, is ever written, so inspecting another program's database
-    leaves it byte-identical. Writes take SQLite's write lock *before* reading what they
-    replace (``BEGIN IMMEDIATE``), so two processes syncing the same namespace run one
-    after the other and the second sees the first's result: last writer wins, never a merge.
+    ``readonly=True`` never writes, not even the schema (SQLite: ``mode=ro``, so inspecting
+    another program's file leaves it byte-identical; PostgreSQL: read-only transactions). Writes
+    take the catalog's write lock *before* reading what they replace (SQLite ``BEGIN IMMEDIATE``,
+    a PostgreSQL advisory lock), so two processes syncing the same namespace run one after the
+    other and the second sees the first's result: last writer wins, never a merge.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, readonly: bool = False) -> None:
-        self.path = Path(path)
         self.readonly = readonly
-        self._newer: str | None = None  # why this file must not be written, if it is newer
-        memory = str(path) == ":memory:"
-        if not memory and not self.path.exists():
+        self._newer: str | None = None  # why this catalog must not be written, if it is newer
+        if is_server_url(path):
+            self.path: Path | str = display_url(str(path))  # what messages show: never a password
+            self.url: str | None = str(path)
+            self._db = _postgres.PostgresStore(self.url, readonly=readonly, timeout=lock_timeout())
+        else:
+            self.path, self.url = Path(path), None
+            self._db = _sqlite.SqliteStore(self._file(path, create, readonly), readonly=readonly,
+                                           timeout=lock_timeout())
+        try:
+            self._inspect(create=create and not readonly)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _file(self, path: str | os.PathLike[str], create: bool, readonly: bool) -> Path:
+        if str(path) != ":memory:" and not self.path.exists():
             if not create or readonly:
                 raise CatalogError(f"{self.path}: no catalog here (create one with "
                                    f"`toolsift catalog add SOURCE --db {self.path}`)")
@@ -102,27 +131,20 @@ class Catalog:
             except OSError as exc:
                 raise CatalogError(f"{self.path}: cannot create the catalog's folder "
                                    f"({exc.strerror or exc})") from None
-        try:
-            if readonly:
-                uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-                self._conn = sqlite3.connect(uri, uri=True, timeout=lock_timeout(), isolation_level=None)
-            else:
-                self._conn = sqlite3.connect(str(self.path), timeout=lock_timeout(), isolation_level=None)
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
-        try:
-            self._inspect(create=create and not readonly)
-        except BaseException:
-            self._conn.close()
-            raise
+        return self.path
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, create: bool = False,
              readonly: bool = False) -> "Catalog":
         return cls(path or default_db_path(), create=create, readonly=readonly)
 
+    @property
+    def kind(self) -> str:
+        """"sqlite" or "postgresql"."""
+        return self._db.kind
+
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> "Catalog":
         return self
@@ -130,94 +152,72 @@ class Catalog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the file ------------------------------------------------------------------
+    # -- the schema ----------------------------------------------------------------
     def _inspect(self, create: bool) -> None:
-        """Check that the file is a toolsift catalog this code may read (and write);
-        create the schema in a new file when ``create``."""
+        """Check that this is a toolsift catalog this code may read (and write); create the
+        schema in a new file or database when ``create``."""
         try:
-            tables = {name for (name,) in self._conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not tables and create:
-                with self._write_lock():  # (executescript would commit the lock away first)
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            self._conn.execute(statement)
+            tables = self._db.tables()
+            if not tables and create:  # (a file with other tables is another program's: refused below)
+                if self.url is not None:
+                    self._db.create_schema()
+                with self._db.transaction():
+                    if not self._db.tables():  # another first writer may have won
+                        self._run_script(_SCHEMA.format(version=SCHEMA_VERSION))
+                        self._run_script(STORED_SCHEMA)
                 return
             if "records" not in tables:
+                if self.url is not None:
+                    raise CatalogError(f"{self.path}: no catalog here (create one with "
+                                       f"`toolsift catalog add SOURCE --db {self.path}`)")
                 what = f"it holds tables {', '.join(sorted(tables))}" if tables else "an empty database"
                 raise CatalogError(f"{self.path}: not a toolsift catalog ({what})")
             self._newer = self._newer_schema()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+        except self._db.errors as exc:
+            raise self._db.error(exc) from None
+
+    def _run_script(self, script: str) -> None:
+        blob = _postgres.BLOB if self.url is not None else _sqlite.BLOB
+        for statement in script.split(";"):
+            if statement.strip():
+                self._db.execute(statement.replace("{blob}", blob))
 
     def _newer_schema(self) -> str | None:
-        columns = [row[1] for row in self._conn.execute("PRAGMA table_info(records)")]
+        columns = self._db.columns("records")
         missing = [c for c in COLUMNS if c not in columns]
         if missing:
             raise CatalogError(f"{self.path}: not a toolsift catalog (its records table lacks "
                                f"{', '.join(missing)})")
         version = SCHEMA_VERSION
-        has_meta = self._conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-        if has_meta:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            version = int(row[0]) if row and str(row[0]).isdigit() else SCHEMA_VERSION
+        if "meta" in self._db.tables():
+            row = self._db.query("SELECT value FROM meta WHERE key = 'schema_version'")
+            version = int(row[0][0]) if row and str(row[0][0]).isdigit() else SCHEMA_VERSION
         extra = [c for c in columns if c not in COLUMNS]
         if version > SCHEMA_VERSION or extra:
             detail = f"schema version {version}" if version > SCHEMA_VERSION else f"unknown columns {', '.join(extra)}"
             return (f"written by a newer toolsift ({detail}; this one writes version {SCHEMA_VERSION})")
         return None
 
-    def _error(self, exc: sqlite3.Error, doing: str = "") -> CatalogError:
-        """A one-line CatalogError saying what kind of failure this was."""
-        name = getattr(exc, "sqlite_errorname", "") or ""
-        text = str(exc)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-            return CatalogError(f"{self.path}: the catalog is locked by another process (waited "
-                                f"{lock_timeout():g}s; set TOOLSIFT_LOCK_TIMEOUT to wait longer)"
-                                f"{'; nothing was changed' if doing == 'write' else ''}")
-        if name == "SQLITE_NOTADB" or "not a database" in text:
-            return CatalogError(f"{self.path}: not a toolsift catalog (not an SQLite database)")
-        if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
-            return CatalogError(f"{self.path}: the catalog file is damaged ({text})")
-        if doing == "write":
-            return CatalogError(f"{self.path}: write failed, catalog unchanged ({text})")
-        return CatalogError(f"{self.path}: cannot read the catalog ({text})")
-
-    @contextlib.contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        """One write transaction holding SQLite's write lock from its first statement."""
-        if self.readonly:
-            raise CatalogError(f"{self.path}: opened read-only")
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
-        try:
-            yield
-            self._conn.execute("COMMIT")
-        except BaseException as exc:
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise self._error(exc, "write") from None
-            raise
-
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
-        """A write transaction on a catalog this code may write: the schema is checked
-        again under the lock (another process may have upgraded it since we opened)."""
-        with self._write_lock():
-            self._newer = self._newer_schema()
+        """A write transaction on a catalog this code may write: the schema is checked again
+        under the lock (another process may have upgraded it since we opened)."""
+        if self.readonly:
+            raise CatalogError(f"{self.path}: opened read-only")
+        with self._db.transaction():
+            try:
+                self._newer = self._newer_schema()
+            except self._db.errors as exc:
+                raise self._db.error(exc, "write") from None
             if self._newer:
                 raise CatalogError(f"{self.path}: {self._newer}; refusing to change it (upgrade toolsift)")
             yield
 
     def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
         try:
-            return self._conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
+            return self._db.query(sql, params)
+        except self._db.errors as exc:
+            raise self._db.error(exc) from None
 
     # -- reading -------------------------------------------------------------------
     def __len__(self) -> int:
@@ -225,7 +225,17 @@ class Catalog:
 
     def get(self, record_id: str) -> ApiRecord | None:
         rows = self._rows(f"{_SELECT} WHERE id = ?", (record_id,))
-        return self._row_to_record(rows[0]) if rows else None
+        return row_to_record(self.path, rows[0]) if rows else None
+
+    def get_many(self, record_ids: Iterable[str]) -> list[ApiRecord]:
+        """The records with these ids that exist, in id order (a replica's delta)."""
+        ids = sorted(set(record_ids))
+        out: list[ApiRecord] = []
+        for start in range(0, len(ids), 500):  # well under either engine's parameter limit
+            chunk = ids[start:start + 500]
+            rows = self._rows(f"{_SELECT} WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk))
+            out += [row_to_record(self.path, row) for row in rows]
+        return sorted(out, key=lambda r: r.id)
 
     def records(self, namespace: str | Iterable[str] | None = None) -> list[ApiRecord]:
         """All records (of one or several namespaces), in id order."""
@@ -238,27 +248,29 @@ class Catalog:
             names = [namespace] if isinstance(namespace, str) else list(namespace)
             marks = ",".join("?" * len(names))
             rows = self._rows(f"{_SELECT} WHERE namespace IN ({marks}) ORDER BY id", tuple(names))
+        if self.url is not None:  # PostgreSQL collates by locale: the same order as SQLite's bytes
+            rows.sort(key=lambda row: row[0])
         for row in rows:
-            yield self._row_to_record(row)
+            yield row_to_record(self.path, row)
 
     def namespaces(self) -> dict[str, int]:
-        rows = self._rows("SELECT namespace, COUNT(*) FROM records GROUP BY namespace ORDER BY namespace")
-        return {ns: n for ns, n in rows}
+        rows = self._rows("SELECT namespace, COUNT(*) FROM records GROUP BY namespace")
+        return {ns: int(n) for ns, n in sorted(rows)}
 
     def hashes(self) -> dict[str, str]:
         """record id -> content hash, for every record (what indexes are keyed on)."""
         return dict(self._rows("SELECT id, content_hash FROM records"))
 
     def stats(self) -> dict[str, object]:
-        formats = dict(self._rows(
-            "SELECT source_format, COUNT(*) FROM records GROUP BY source_format ORDER BY source_format"))
+        formats = {f: int(n) for f, n in sorted(self._rows(
+            "SELECT source_format, COUNT(*) FROM records GROUP BY source_format"))}
         by_ns_fmt: dict[str, dict[str, int]] = {}
-        for ns, fmt, n in self._rows(
-                "SELECT namespace, source_format, COUNT(*) FROM records GROUP BY namespace, source_format"):
-            by_ns_fmt.setdefault(ns, {})[fmt] = n
+        for ns, fmt, n in sorted(self._rows(
+                "SELECT namespace, source_format, COUNT(*) FROM records GROUP BY namespace, source_format")):
+            by_ns_fmt.setdefault(ns, {})[fmt] = int(n)
         code = self._rows("SELECT COUNT(*) FROM records WHERE call IS NOT NULL")[0][0]
         return {"path": str(self.path), "records": len(self), "namespaces": self.namespaces(),
-                "formats": formats, "namespace_formats": by_ns_fmt, "code_style": code}
+                "formats": formats, "namespace_formats": by_ns_fmt, "code_style": int(code)}
 
     # -- writing -------------------------------------------------------------------
     def sync(self, records: Iterable[ApiRecord], namespaces: Iterable[str] | None = None) -> SyncReport:
@@ -273,115 +285,75 @@ class Catalog:
                 raise CatalogError(f"duplicate record id {rec.id!r} in one load")
             incoming[rec.id] = rec
         touched = set(namespaces or ()) | {r.namespace for r in incoming.values()}
-        added = updated = unchanged = removed = 0
+        rows = {rid: record_to_row(rec, self.url is not None) for rid, rec in incoming.items()}  # bad text fails before the lock
+        added = updated = unchanged = 0
         # the lock is taken before reading what is replaced: a concurrent sync of the
         # same namespace waits here, then sees (and replaces) this one's result
         with self._writing():
             existing: dict[str, tuple[str, str]] = {}
-            for ns in touched:
-                for rid, digest, meta in self._conn.execute(
+            for ns in sorted(touched):
+                for rid, digest, meta in self._db.query(
                         "SELECT id, content_hash, metadata FROM records WHERE namespace = ?", (ns,)):
                     existing[rid] = (digest, meta)
+            writes, quiet = [], []
             for rid, rec in incoming.items():
                 old = existing.pop(rid, None)
-                row = _record_to_row(rec)
                 if old is None:
                     added += 1
                 elif old[0] != rec.content_hash:
                     updated += 1
                 else:
                     unchanged += 1
-                    if old[1] != row[7]:  # only positional metadata moved: refresh it quietly
-                        self._conn.execute("UPDATE records SET metadata = ? WHERE id = ?", (row[7], rid))
+                    if old[1] != rows[rid][7]:  # only positional metadata moved: refresh it quietly
+                        quiet.append((rows[rid][7], rid))
                     continue
-                self._conn.execute(f"INSERT OR REPLACE INTO records ({', '.join(COLUMNS)}) "
-                                   f"VALUES ({','.join('?' * len(COLUMNS))})", row)
-            for rid in existing:
-                self._conn.execute("DELETE FROM records WHERE id = ?", (rid,))
-                removed += 1
-            report = SyncReport(added, updated, removed, unchanged)
+                writes.append(rows[rid])
+            if writes:
+                self._db.executemany(_UPSERT, writes)
+            if quiet:
+                self._db.executemany("UPDATE records SET metadata = ? WHERE id = ?", quiet)
+            if existing:
+                self._db.executemany("DELETE FROM records WHERE id = ?", [(rid,) for rid in existing])
+            report = SyncReport(added, updated, len(existing), unchanged)
             if report.changed:
-                self._bump_generation()
+                self._bump("generation")
         return report
 
     def remove_namespace(self, namespace: str) -> int:
         with self._writing():
-            n = self._conn.execute("DELETE FROM records WHERE namespace = ?", (namespace,)).rowcount
+            n = self._db.execute("DELETE FROM records WHERE namespace = ?", (namespace,))
             if n:
-                self._bump_generation()
+                self._bump("generation")
         return n
+
+    def _meta(self, key: str) -> int:
+        try:
+            row = self._db.query("SELECT value FROM meta WHERE key = ?", (key,))
+        except self._db.errors as exc:
+            if self.url is None and "no such table" in str(exc):  # a file written before meta existed
+                return 0
+            raise self._db.error(exc) from None
+        return int(row[0][0]) if row and str(row[0][0]).isdigit() else 0
 
     @property
     def generation(self) -> int:
-        """Increases on every change; indexes record the generation they were built at."""
-        try:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a catalog written before meta existed
-                return 0
-            raise self._error(exc) from None
-        except sqlite3.Error as exc:
-            raise self._error(exc) from None
-        return int(row[0]) if row and str(row[0]).isdigit() else 0
+        """Increases on every change of the records; indexes record the generation they were built at."""
+        return self._meta("generation")
 
-    def _bump_generation(self) -> None:
-        self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(self.generation + 1),))
-        self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    @property
+    def vector_generation(self) -> int:
+        """Increases whenever vectors are stored (a replica then looks for the vectors it lacked)."""
+        return self._meta("vector_generation")
 
-    def _row_to_record(self, row: tuple) -> ApiRecord:
-        """A stored row as a record; a damaged row is a CatalogError naming it and its field."""
-        rid, ns, name, desc, params, call, fmt, meta, _hash = row
-        for field, value, kinds in (("id", rid, str), ("namespace", ns, str), ("name", name, str),
-                                    ("description", desc, str), ("call", call, (str, type(None))),
-                                    ("source_format", fmt, str)):
-            if not isinstance(value, kinds):
-                raise self._damaged(rid, field, f"holds {type(value).__name__}, not text")
-        decoded = []
-        for field, text in (("parameters", params), ("metadata", meta)):
-            try:
-                value = _json(text) if isinstance(text, (str, bytes)) else None
-            except (ValueError, RecursionError) as exc:
-                raise self._damaged(rid, field, f"is not valid JSON ({str(exc).splitlines()[0][:80]})") from None
-            if not isinstance(value, dict):
-                raise self._damaged(rid, field, "is not a JSON object")
-            decoded.append(value)
-        return ApiRecord(id=rid, namespace=ns, name=name, description=desc, parameters=decoded[0],
-                         call=call, source_format=fmt, metadata=decoded[1])
+    def _bump(self, key: str) -> None:
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        value = self._meta(key) + 1
+        self._db.execute(_SET_META, (key, str(value)))
+        self._db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+                         (str(SCHEMA_VERSION),))
+        self._db.notify(f"{key}:{value}")
 
-    def _damaged(self, rid: object, field: str, what: str) -> CatalogError:
-        return CatalogError(f"{self.path}: record {rid!r}: field {field!r} {what}; the catalog is damaged "
-                            "(remove that namespace and add its source again)")
+def catalog_exists(location: str | os.PathLike[str]) -> bool:
+    """Whether a file catalog exists (a server URL is always taken to exist: connecting says)."""
+    return is_server_url(location) or Path(location).exists()
 
-
-def _record_to_row(rec: ApiRecord) -> tuple:
-    row = (rec.id, rec.namespace, rec.name, rec.description,
-           json.dumps(rec.parameters, ensure_ascii=False), rec.call, rec.source_format,
-           json.dumps(rec.metadata, ensure_ascii=False, default=str), rec.content_hash)
-    # SQLite stores UTF-8: a lone surrogate would fail mid-transaction with a UnicodeEncodeError
-    for column, value in zip(COLUMNS, row):
-        if isinstance(value, str) and (i := lone_surrogate(value)) is not None:
-            raise CatalogError(f"record {rec.id!r}: field {column!r} is not valid Unicode "
-                               f"(a lone surrogate at character {i})")
-    return row
-
-
-def _json(text: str):
-    """A stored JSON column: msgspec (2.5x faster than json.loads on the 20k-record catalogs a
-    fresh `toolsift route` reads; integers of any size stay exact), json for what it refuses
-    (NaN / Infinity, which json.dumps writes)."""
-    try:
-        return _DECODE(text)
-    except Exception:
-        return json.loads(text)
-
-
-def _decoder():
-    try:
-        import msgspec
-    except ImportError:  # pragma: no cover - msgspec is a dependency; json still reads everything
-        return json.loads
-    return msgspec.json.Decoder().decode
-
-
-_DECODE = _decoder()

@@ -89,6 +89,24 @@ def scale_cmd(
     typer.echo(f"wrote {target / 'report.md'} ({res['wall_seconds']:.0f} s)")
 
 
+@bench_app.command("replicas")
+def replicas_cmd(
+    size: int = typer.Option(20_000, "--size", min=100, help="catalog size (replicas of the scale benchmark's tools)"),
+    replicas: int = typer.Option(3, "--replicas", min=1, help="proxies started from the catalog"),
+    changes: int = typer.Option(20, "--changes", min=1, help="catalog changes timed until every replica routes them"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/replicas)"),
+    quick: bool = typer.Option(False, "--quick", help="2,000 tools, 5 changes"),
+) -> None:
+    """Proxy replicas over one PostgreSQL catalog beside a SQLite one: cold start, passages embedded,
+    commit-to-routing time of a change, route p50 (with the load average)."""
+    from . import replicas as bench
+
+    target = _out(out, "replicas", quick)
+    res = bench.run(target, size=size, replicas=replicas, changes=changes, quick=quick, command=_command())
+    typer.echo(bench.summary(res))
+    typer.echo(f"wrote {target / 'report.md'}")
+
+
 @bench_app.command("cold-route")
 def cold_route_cmd(
     size: int = typer.Option(20_000, "--size", min=100, help="catalog size (replicas of the scale benchmark's tools)"),

@@ -85,12 +85,23 @@ class Router:
     @classmethod
     def open(cls, db_path: str | os.PathLike[str] | None = None, *, model: str | None = None,
              index_dir: str | os.PathLike[str] | None = None, config: RouterConfig | None = None,
-             encoder: str | None = None, dense: bool = True) -> "Router":
+             encoder: str | None = None, dense: bool = True, watch: bool = False) -> "Router":
         """A router over a catalog file, using the indexes `toolsift index` built next to it.
 
         Without a usable dense index it falls back to BM25-only and says so in ``.warnings``.
         ``dense=False`` opens BM25 only (no dense file read, faiss not imported).
+        ``watch=True``, and any ``postgresql://`` catalog: the routing state comes from what the
+        catalog itself stores (vectors, snapshots; nothing is embedded), and with ``watch`` follows
+        the catalog's changes without a restart (router.watch.LiveRouter; ``close()`` stops it).
         """
+        from apidb.catalog import default_db_path, is_server_url
+
+        location = db_path or default_db_path()
+        if watch or is_server_url(location):
+            from .watch import open_live
+
+            return open_live(cls, location, model=model, config=config, encoder=encoder, dense=dense,
+                             watch=watch, index_dir=index_dir)
         from .index import load_index
 
         loaded = load_index(db_path, index_dir=index_dir, model=model, config=config, encoder=encoder,
@@ -250,6 +261,8 @@ class Router:
         else:
             docs, sims = self._dense.search(qvec, depth, allowed_idx)
         dense = Ranking(docs.astype(np.int64), sims)
+        if method == "hybrid" and hasattr(self._dense, "stand_in"):  # a live catalog's unembedded records
+            dense = self._dense.stand_in(lex, dense)
         if method == "dense":
             return dense
         c = self.config

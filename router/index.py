@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from apidb.catalog import Catalog, default_db_path
+from apidb.catalog import Catalog, default_db_path, is_server_url
+from apidb.errors import CatalogError
 from apidb.record import ApiRecord
 
 from . import text as rtext
 from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
 from .errors import RouterError
 from .lexical import LexicalIndex
+from .stored_index import catalog_digest, store_index, stored_status
 from .vector_store import vector_cache
 
 FORMAT = 1
@@ -65,6 +67,9 @@ class IndexReport:
     reused: int            # records whose vectors came from the cache
     seconds: float
     up_to_date: bool = False
+    # what the catalog itself now stores for replicas (router.stored_index): "stored", "current",
+    # or why not (a catalog file this user may not write)
+    catalog_store: str = "stored"
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -154,15 +159,7 @@ def _share_like_catalog(idir: Path, db: Path) -> None:
             continue
 
 
-def _catalog_digest(hashes: dict[str, str]) -> str:
-    """A digest of (id, stored content hash) of every record and of the text rules
-    (rtext.rules_fingerprint): equal to a manifest's ``catalog_digest`` only if every passage
-    and BM25 document is the one that build used. Unlike `_digest` it renders no passage: at 20k
-    records `_digest` took ~2.5 s of a fresh `toolsift route` (cProfile), this ~20 ms."""
-    h = hashlib.sha256(rtext.rules_fingerprint().encode())
-    for rid in sorted(hashes):
-        h.update(f"{rid}\0{hashes[rid]}\n".encode())
-    return h.hexdigest()
+_catalog_digest = catalog_digest  # (router.stored_index; its stored snapshots are keyed on it too)
 
 
 def _catalog_records(db_path: Path) -> tuple[list[ApiRecord], int, str]:
@@ -186,7 +183,10 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     no cached vector are encoded. ``on_start(n_to_encode)`` and ``on_batch(n)`` report progress.
     ``encoder`` None reads $TOOLSIFT_ENCODER (see router.dense); the manifest records it."""
     t0 = time.perf_counter()
-    db = Path(db_path) if db_path else default_db_path()
+    location = db_path or default_db_path()
+    if is_server_url(location):  # a server's catalog keeps everything itself: no index folder
+        return _build_in_catalog(str(location), model, encoder, field_weights, on_start, on_batch, t0)
+    db = Path(location)
     records, generation, catalog_digest = _catalog_records(db)
     if not records:
         raise RouterError(f"{db}: the catalog is empty; add records with `toolsift catalog add` first")
@@ -208,7 +208,8 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
         if old.get("catalog_digest") != catalog_digest:  # built by an older toolsift, or text.py edited
             _write_manifest(idir, {**old, "catalog_digest": catalog_digest}, db)
         _share_like_catalog(idir, db)
-        return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True)
+        stored = _store_in_catalog(db, model_id, encoder, weights, None, idir, catalog_digest)
+        return IndexReport(str(idir), len(records), 0, len(records), time.perf_counter() - t0, True, stored)
 
     embedder = Embedder(model_id, encoder)
     # this index's cache, then the user-level one shared by every catalog, then shipped vectors
@@ -240,7 +241,36 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     for stale in idir.glob("build-*"):  # older builds and leftovers of killed builds
         if stale.name != build:
             shutil.rmtree(stale, ignore_errors=True)
-    return IndexReport(str(idir), len(records), embedded, len(records) - embedded, time.perf_counter() - t0)
+    stored = _store_in_catalog(db, model_id, encoder, weights, dense, idir, catalog_digest)
+    return IndexReport(str(idir), len(records), embedded, len(records) - embedded, time.perf_counter() - t0,
+                       catalog_store=stored)
+
+
+def _store_in_catalog(db: Path, model_id: str, encoder: str, weights: dict, dense: DenseIndex | None, idir: Path,
+                      digest: str) -> str:
+    """Vectors and snapshots into the catalog file too, for routers that watch it (router.watch):
+    the vectors come from the index's cache, nothing is embedded again. A file this user may
+    read but not write keeps its index folder only, and the report says so."""
+    try:
+        with Catalog(db, create=False) as cat:
+            report = store_index(cat, model=model_id, encoder=encoder, field_weights=weights, dense=dense,
+                                 index_cache=idir / "cache", digest=digest)
+    except CatalogError as exc:
+        return f"not stored in the catalog ({exc})"
+    return "current" if report.up_to_date else "stored"
+
+
+def _build_in_catalog(url: str, model: str | None, encoder: str | None, weights: dict | None,
+                      on_start: Callable[[int], None] | None, on_batch: Callable[[int], None] | None,
+                      t0: float) -> IndexReport:
+    with Catalog(url, create=False) as cat:
+        if not len(cat):
+            raise RouterError(f"{cat.path}: the catalog is empty; add records with `toolsift catalog add` first")
+        report = store_index(cat, model=model, encoder=encoder, field_weights=weights, on_start=on_start,
+                             on_batch=on_batch)
+        where = str(cat.path)
+    return IndexReport(where, report.records, report.embedded, report.reused, time.perf_counter() - t0,
+                       report.up_to_date, "current" if report.up_to_date else "stored")
 
 
 def _write_manifest(idir: Path, manifest: dict, db: Path) -> None:
@@ -360,7 +390,10 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
                  index_dir: str | os.PathLike[str] | None = None) -> dict:
     """What `toolsift doctor` reports about a catalog's index: where it is, whether it exists, what
     built it, and whether it is stale (the catalog or the text rules changed since)."""
-    db = Path(db_path) if db_path else default_db_path()
+    location = db_path or default_db_path()
+    if is_server_url(location):
+        return stored_status(str(location))
+    db = Path(location)
     idir = Path(index_dir) if index_dir else index_dir_for(db)
     status: dict = {"path": str(idir), "exists": False}
     try:
@@ -374,3 +407,4 @@ def index_status(db_path: str | os.PathLike[str] | None = None, *,
     return {**status, "exists": True, "records": manifest.get("records"), "model": manifest.get("model"),
             "encoder": manifest.get("encoder"), "vectors": manifest.get("vectors", "fp32"),
             "built": manifest.get("created"), "stale": stale}
+

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apidb.catalog import Catalog
+from apidb.catalog import Catalog, catalog_location, is_server_url
 from apidb.errors import CatalogError
 from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 from apidb.record import ApiRecord
@@ -44,8 +44,8 @@ class LabelledSet:
 
 def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
     """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field."""
-    db, qpath = Path(db), Path(queries)
-    if not db.is_file():
+    db, qpath = catalog_location(db), Path(queries)
+    if not is_server_url(db) and not db.is_file():
         raise RouterError(f"{db}: no such catalog (build one with `toolsift catalog add ... --db {db}`)")
     try:
         with Catalog(db) as cat:

@@ -12,7 +12,8 @@ class Selection:
     """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
     content words found in the tool's text, each with the fields it was found in), dense cosine
     similarity, the reason ("ranked", "pinned", or "substitute": below the top k, admitted in place
-    of a tool the token budget dropped) and, when a budget was applied, its schema's tokens."""
+    of a tool the token budget dropped), when a budget was applied, its schema's tokens, and a note
+    when its scores are partial (a live catalog's record not embedded yet: BM25 only)."""
 
     record: ApiRecord
     score: float
@@ -23,6 +24,7 @@ class Selection:
     reason: str = "ranked"
     matched_fields: dict[str, list[str]] = field(default_factory=dict)
     tokens: int | None = None
+    note: str | None = None  # e.g. a record a live catalog has no vector for yet (router.watch)
 
     def to_dict(self) -> dict[str, Any]:
         r = self.record
@@ -37,6 +39,8 @@ class Selection:
                     "dense_score": None if self.dense_score is None else round(float(self.dense_score), 6)})
         if self.tokens is not None:
             out["tokens"] = self.tokens
+        if self.note is not None:
+            out["note"] = self.note
         return out
 
 

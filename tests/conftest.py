@@ -41,3 +41,14 @@ def gorilla_db(tmp_path):
             records += load(f).records
         cat.sync(records)
     return db
+
+
+from tests.support.postgres import pg_cluster, pg_url  # noqa: E402,F401  (fixtures for every test package)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog_at(request, tmp_path):
+    """Where a catalog goes, once per backend: a file path, then a fresh PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return tmp_path / "catalog.db"
+    return request.getfixturevalue("pg_url")

@@ -94,7 +94,7 @@ class CheckCatalog:
 
     @property
     def is_source(self) -> bool:
-        return self.db is not None and self.db.suffix.lower() in _SOURCE_SUFFIXES
+        return isinstance(self.db, Path) and self.db.suffix.lower() in _SOURCE_SUFFIXES
 
     def warn_order(self, mode: str) -> None:
         """Gorilla mode needs the API database's file order; a catalog may not keep it."""

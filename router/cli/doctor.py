@@ -36,13 +36,13 @@ def _check(name: str, status: str, detail: str) -> dict[str, str]:
 
 
 def _catalog_checks(db, index_dir) -> list[dict[str, str]]:
-    from apidb.catalog import Catalog
+    from apidb.catalog import Catalog, catalog_exists
     from apidb.errors import ToolsiftError
 
     checks = []
     source = "--db" if db else "$TOOLSIFT_DB" if os.environ.get("TOOLSIFT_DB") else "default"
     path = catalog_path(db)
-    if not path.exists():
+    if not catalog_exists(path):
         return [_check("catalog", "fail", f"{path} ({source}) does not exist: `toolsift catalog add FILE` creates it")]
     try:
         with Catalog.open(path, readonly=True) as cat:

@@ -10,11 +10,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from apidb.catalog import default_db_path
+from apidb.catalog import catalog_location, default_db_path
 
-Db = Annotated[Optional[Path], typer.Option(
+# a string, not a Path: Path("postgresql://u@h/db") would fold the URL's "//" into "/"
+Db = Annotated[Optional[str], typer.Option(
     "--db", show_default=False,
-    help="The catalog (a SQLite file). Default: $TOOLSIFT_DB, else ~/.local/share/toolsift/catalog.db.")]
+    help="The catalog: a SQLite file, or a PostgreSQL database as postgresql://user@host:port/dbname. "
+         "Default: $TOOLSIFT_DB, else ~/.local/share/toolsift/catalog.db.")]
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (one object, or one per line) instead of text.")]
 
@@ -24,9 +26,9 @@ Model = Annotated[Optional[str], typer.Option(
          "(default: the model the catalog was indexed with, else the bundled one).")]
 
 # `serve mcp` keeps its upstreams' tools in a catalog only when asked (they are live, not curated)
-GatewayStore = Annotated[Optional[Path], typer.Option(
+GatewayStore = Annotated[Optional[str], typer.Option(
     "--db", show_default=False,
-    help="Catalog file to keep the upstream tools in (one namespace per server, synced by content hash). "
+    help="Catalog (a file, or a postgresql:// URL) to keep the upstream tools in (one namespace per server, synced by content hash). "
          "Default: in memory.")]
 
 # `demo` builds its own catalog: never the user's $TOOLSIFT_DB
@@ -36,6 +38,7 @@ IndexDir = Annotated[Optional[Path], typer.Option(
     "--index-dir", show_default=False, help="Index folder (default: <catalog>.index next to the catalog).")]
 
 
-def catalog_path(db: Optional[Path]) -> Path:
-    """The catalog a command works on: ``--db``, else ``$TOOLSIFT_DB``, else the per-user default."""
-    return Path(db) if db else default_db_path()
+def catalog_path(db: Optional[str | Path]) -> Path | str:
+    """The catalog a command works on: ``--db``, else ``$TOOLSIFT_DB``, else the per-user default.
+    A file is a Path; a ``postgresql://`` URL stays a string."""
+    return catalog_location(db) if db else default_db_path()

@@ -66,7 +66,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         pinned: list[str], token_budget: Optional[int], method: str, api_key: Optional[str], log_content: bool,
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool) -> None:
-    from apidb.catalog import default_db_path
+    from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
     from router.middleware.server import bind, serve
@@ -83,10 +83,13 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         raise CliError(f"--max-request-tools must be at least 1, got {max_request_tools}")
     if method not in ("hybrid", "bm25", "dense"):
         raise CliError(f"--method must be hybrid, bm25 or dense, got {method!r}")
-    if db is None and default_db_path().exists():
+    if db is None and catalog_exists(default_db_path()):
         db = default_db_path()
-    if db is not None and not db.exists():
+    db = catalog_location(db) if db is not None else None
+    if db is not None and not catalog_exists(db):
         raise CliError(f"{db}: no such catalog (build one with `toolsift catalog add`)")
+    if db is not None:
+        _reachable(db)  # an unreachable server is one line now, before the port is taken
     if model:
         from router.dense import model_path
 
@@ -103,7 +106,8 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         if db is not None:
             from router.engine import Router
 
-            router = Router.open(db, model=model)
+            # watch: a change committed to the catalog (any machine) reaches this replica's routing
+            router = Router.open(db, model=model, watch=True)
             for warning in getattr(router, "warnings", []) or []:
                 typer.echo(f"warning: {warning}", err=True)
         _warm_up(router, method, model)
@@ -117,6 +121,13 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}); "
                                         f"ready: {client}", err=True)
     serve(app, sock)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
+
+
+def _reachable(db) -> None:
+    from apidb.catalog import Catalog
+
+    with Catalog.open(db, readonly=True):
+        pass
 
 
 def _warm_up(router, method: str, model: str | None = None) -> None:

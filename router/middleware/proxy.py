@@ -42,7 +42,7 @@ from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_heade
 from .errors import MiddlewareError, RequestError, WireError
 from .messages import MESSAGES
 from .metrics import Metrics
-from .request import RequestRouter, unrouted_header
+from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
 from .responses import RESPONSES, ResponsesMemory
@@ -404,11 +404,16 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
     async def healthz(request: Request):
         # no key set: anyone who reaches the proxy may use it, so its settings are no secret (the
         # upstream only without credentials); with a key, unauthenticated callers see the status only
-        body: dict[str, Any] = {"status": proxy.state}
+        live = catalog_health(proxy.rr.router if proxy.rr is not None else None)
+        state = "degraded" if proxy.state == "ok" and live and live["status"] != "ok" else proxy.state
+        body: dict[str, Any] = {"status": state}
         if not proxy.api_key or proxy.authorized(request):
             body.update(upstream=proxy.upstream, k=proxy.k, on_hallucination=proxy.mode,
                         catalog=bool(proxy.rr is not None and proxy.rr.router is not None))
-        return JSONResponse(body, status_code=200 if proxy.state == "ok" else 503)
+            if live:
+                body["catalog_sync"] = live
+        # degraded still routes (over the last loaded catalog): 200, so a balancer keeps sending
+        return JSONResponse(body, status_code=200 if state in ("ok", "degraded") else 503)
 
     @app.get("/metrics")
     async def metrics(request: Request):

@@ -135,6 +135,12 @@ def capped_json(items: list[dict], short: Any) -> str:
     return "[]"
 
 
+def catalog_health(router: Any) -> dict | None:
+    """A live catalog router's sync state (router.watch.LiveRouter.health), else None."""
+    health = getattr(router, "health", None) if router is not None else None
+    return health() if callable(health) else None
+
+
 class RequestRouter:
     """Selects tools for one request. ``router`` (a catalog `router.Router`) is optional: with
     it, requests whose tools are all catalog tools are ranked with the catalog's indexes, and
@@ -155,6 +161,7 @@ class RequestRouter:
         self.vectors = VectorCache(int(vector_cache_mb * 2**20))
         self._lock = threading.Lock()
         self._names: dict[str, set[str]] | None = None
+        self._names_of: Any = None  # the records list _names was built from
         self._embedders: dict[str, Any] = {}
 
     # -- public
@@ -263,11 +270,12 @@ class RequestRouter:
         if self.router is None:
             return None
         with self._lock:
-            if self._names is None:
+            records = self.router.records
+            if self._names is None or self._names_of is not records:  # a live catalog swapped in a change
                 by_name: dict[str, set[str]] = {}
-                for r in self.router.records:  # the name a model sees (what to_openai_tool emits)
+                for r in records:  # the name a model sees (what to_openai_tool emits)
                     by_name.setdefault(r.openai_name(), set()).add(r.id)
-                self._names = by_name
+                self._names, self._names_of = by_name, records
         ids = []
         for i, name in enumerate(names):
             hit = self._names.get(name, ())

@@ -32,16 +32,6 @@ def test_same_name_in_two_namespaces_coexist_and_sync_is_per_namespace(tmp_path)
         assert cat.namespaces() == {"b": 1}
 
 
-def test_generation_moves_only_on_change(tmp_path):
-    with Catalog(tmp_path / "c.db") as cat:
-        cat.sync([rec("a", "x")])
-        g = cat.generation
-        cat.sync([rec("a", "x")])
-        assert cat.generation == g
-        cat.sync([rec("a", "x", "new")])
-        assert cat.generation == g + 1
-
-
 def test_failed_sync_leaves_catalog_unchanged(tmp_path):
     path = tmp_path / "c.db"
     with Catalog(path) as cat:

@@ -65,9 +65,9 @@ def test_two_concurrent_adds_into_one_namespace_never_merge(tmp_path):
 
 HOLDER = textwrap.dedent("""
     import sqlite3, sys, time
-    from apidb.catalog import _record_to_row
+    from apidb.rows import record_to_row
     from apidb.loaders import load
-    rows = [_record_to_row(r) for r in load(sys.argv[2], namespace="shared").records]
+    rows = [record_to_row(r) for r in load(sys.argv[2], namespace="shared").records]
     conn = sqlite3.connect(sys.argv[1], isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?)", rows)
