@@ -163,7 +163,7 @@ def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX
     # Nearly every value is within limits: a quick recursive pass (depth is bounded by
     # max_depth, so recursion is safe) answers that at a fifth of the cost of the walk
     # below, which keeps every value's trail so that it can name where a limit is broken.
-    if 0 <= _quick_count(value, 0, max_depth, strict_unicode) <= (max_nodes or sys.maxsize):
+    if 0 <= quick_count(value, 0, max_depth, strict_unicode) <= (max_nodes or sys.maxsize):
         return
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     seen = 0
@@ -193,9 +193,14 @@ def check_value(value: Any, *, strict_unicode: bool = True, max_depth: int = MAX
                 stack.append((child, depth + 1, (key, link)))
 
 
-def _quick_count(node: Any, depth: int, max_depth: int, strict_unicode: bool) -> int:
-    """The number of values when certainly within the limits, else -1: the value goes to
-    the exact walk (which also accepts what this pass does not know, e.g. subclasses)."""
+def quick_count(node: Any, depth: int = 0, max_depth: int = MAX_DEPTH, strict_unicode: bool = True) -> int:
+    """The number of values in ``node`` (``depth`` levels down already) when certainly within
+    the limits, else -1: the value goes to the exact walk of `check_value` (which also
+    accepts what this pass does not know, e.g. subclasses).
+
+    Leaves are decided in the loop over their container rather than by a call each: most
+    values are leaves, and a call per value was most of the cost of admitting a model's
+    tool calls (checker.budget)."""
     t = type(node)
     if t is str:
         return 1 if not strict_unicode or node.isascii() or lone_surrogate(node) is None else -1
@@ -205,24 +210,33 @@ def _quick_count(node: Any, depth: int, max_depth: int, strict_unicode: bool) ->
         return 1
     if depth >= max_depth:
         return -1
-    n = 1
     if t is dict:
-        for key, child in node.items():
-            if strict_unicode and type(key) is str and not key.isascii() and lone_surrogate(key) is not None:
+        if strict_unicode:
+            for key in node:
+                if type(key) is str and not key.isascii() and lone_surrogate(key) is not None:
+                    return -1
+        children: Any = node.values()
+    elif t is list or t is tuple:
+        children = node
+    else:
+        return -1
+    n = 1
+    for child in children:
+        ct = type(child)
+        if ct is str:
+            if strict_unicode and not child.isascii() and lone_surrogate(child) is not None:
                 return -1
-            k = _quick_count(child, depth + 1, max_depth, strict_unicode)
+        elif ct is int:
+            if child.bit_length() > _MAX_INT_BITS:
+                return -1
+        elif not (ct is float or ct is bool or child is None):
+            k = quick_count(child, depth + 1, max_depth, strict_unicode)
             if k < 0:
                 return -1
             n += k
-        return n
-    if t is list or t is tuple:
-        for child in node:
-            k = _quick_count(child, depth + 1, max_depth, strict_unicode)
-            if k < 0:
-                return -1
-            n += k
-        return n
-    return -1
+            continue
+        n += 1
+    return n
 
 
 def _unlink(link: Any) -> tuple[Any, ...]:

@@ -7,70 +7,25 @@ function-calling model (``--bfcl-fc``). Reports per category the agreement with 
 official verdicts, the confusion of each mode, BFCL's error types, every disagreement
 of the bfcl mode and the strict mode's disagreements by kind of output.
 
-Speed: tool calls per CPU-second (``time.process_time``, one process) over the same
-outputs, the way an evaluation runs (each question's docs and answer objects shared by
-all its outputs). A "cold" pass starts with nothing compiled and compiles each question on
-first use; a "warm" pass follows one and reuses them; each is the best of several passes
-(the machine is shared and other processes only ever add time), with the median beside it
-and every pass in results.json. Loaded data is moved out of the
-garbage collector's sight first (``gc.freeze``) so the figure is the checker's work,
-not the harness's heap. Beside each: the figures issue 16 measured (the official
-checker, and toolsift before this work) and the machine's load average.
+Speed: benchmarks/bfcl_speed.py (fresh processes, beside the official checker when it is given).
 """
 from __future__ import annotations
 
-import gc
-import gzip
-import json
-import os
-import statistics
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .errors import DatasetError
+from .bfcl_speed import BEFORE_CALLS_PER_CPU_S, REFERENCE_CALLS_PER_CPU_S, checker_for, load, speed
+from .bfcl_speed import render as render_speed
 
-REFERENCE_CALLS_PER_CPU_S = 112_000  # official BFCL checker, issue 16 (42,480 outputs)
-BEFORE_CALLS_PER_CPU_S = 21_600      # toolsift strict before issue 16, same measurement
-QUICK_OUTPUTS = 2000
 MODES = ("strict", "bfcl", "bfcl_fc")
 LABEL = {"strict": "official_valid", "bfcl": "official_valid", "bfcl_fc": "official_valid_fc"}
-
-
-def load(root: Path, quick: bool) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, Any]]]:
-    """The labelled outputs and, per question id, its (function docs, possible answer)."""
-    from checker.bfcl.data import BfclData
-
-    path = root / "bfcl_official" / "dev.jsonl.gz"
-    if not path.exists():
-        raise DatasetError(f"{path}: official BFCL verdicts not found (set TOOLSIFT_SHARED_DATA)")
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    if quick:
-        rows = rows[::max(1, len(rows) // QUICK_OUTPUTS)]
-    data = BfclData(root / "bfcl")
-    questions = {}
-    for r in rows:
-        if r["id"] not in questions:
-            _, functions, truth = data.lookup(r["id"])
-            questions[r["id"]] = (functions, truth)
-    return rows, questions
-
-
-def _checker(mode: str) -> Callable[[dict[str, Any], tuple[Any, Any]], Any]:
-    from checker import check_calls
-
-    if mode == "strict":
-        return lambda r, q: check_calls(r["calls"], q[0], q[1])
-    fc = mode == "bfcl_fc"
-    return lambda r, q: check_calls(r["calls"], q[0], q[1], mode="bfcl", category=r["category"], fc=fc)
 
 
 def agreement(rows: list[dict[str, Any]], questions: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
     per_mode: dict[str, Any] = {}
     for mode in MODES:
-        check, label = _checker(mode), LABEL[mode]
+        check, label = checker_for(mode), LABEL[mode]
         confusion: Counter = Counter()
         by_cat: dict[str, Counter] = {}
         error_types: Counter = Counter()
@@ -110,72 +65,12 @@ def agreement(rows: list[dict[str, Any]], questions: dict[str, tuple[Any, Any]])
     return per_mode
 
 
-def _read_everything(v: Any) -> None:
-    for d in v.defects:
-        d.message, d.suggestions  # noqa: B018  (messages and suggestions are written on first read)
-    v.suggestions  # noqa: B018
-
-
-def _forget() -> None:
-    """Drop every compiled question and remembered string: the next pass starts cold."""
-    import sys
-
-    import checker.bfcl as bfcl_mode
-    import checker.bfcl.values as bfcl_values
-    import checker.calls as strict_mode
-    import checker.strict_schema as strict_schema
-
-    bfcl_mode.QUESTIONS.clear()
-    bfcl_mode._RESOLVED.clear()
-    bfcl_values._SEEN.clear()
-    strict_mode.PLANS.clear()
-    strict_schema._BY_TYPE.clear()
-    sys.modules["checker.suggest"]._NORMS.clear()
-
-
-def speed(rows: list[dict[str, Any]], questions: dict[str, tuple[Any, Any]], passes: int) -> dict[str, Any]:
-    """Cold: each pass after forgetting every compiled question; warm: each pass right after one
-    that compiled them. Best of ``passes`` (other processes only ever add time; timeit's
-    advice), the median beside it."""
-    work = [(r, questions[r["id"]]) for r in rows]
-    calls = sum(len(r["calls"]) for r in rows)
-    gc.collect()
-    gc.freeze()
-    out: dict[str, Any] = {"outputs": len(rows), "tool_calls": calls, "passes": passes,
-                           "load_average_start": [round(x, 2) for x in os.getloadavg()]}
-    variants = [("strict", "strict", False), ("strict_read_all", "strict", True), ("bfcl", "bfcl", False),
-                ("bfcl_fc", "bfcl_fc", False)]
-    for name, mode, read_all in variants:
-        check = _checker(mode)
-
-        def one_pass() -> float:
-            start = time.process_time()
-            if read_all:
-                for r, q in work:
-                    _read_everything(check(r, q))
-            else:
-                for r, q in work:
-                    check(r, q)
-            return time.process_time() - start
-
-        cold, warm = [], []
-        for _ in range(passes):
-            _forget()
-            cold.append(one_pass())
-            warm.append(one_pass())
-        out[name] = {"cold_calls_per_cpu_s": round(calls / min(cold)), "warm_calls_per_cpu_s": round(calls / min(warm)),
-                     "cold_median_calls_per_cpu_s": round(calls / statistics.median(cold)),
-                     "warm_median_calls_per_cpu_s": round(calls / statistics.median(warm)),
-                     "cold_cpu_seconds": [round(s, 4) for s in cold], "warm_cpu_seconds": [round(s, 4) for s in warm]}
-    out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    gc.unfreeze()
-    return out
-
-
-def run(root: Path, quick: bool) -> dict[str, Any]:
+def run(root: Path, quick: bool, reference_python: Path | None = None, passes: int | None = None,
+        progress: Any = None) -> dict[str, Any]:
+    """Agreement (in this process) and speed (fresh processes: bfcl_speed.py)."""
     rows, questions = load(root, quick)
     return {"outputs": len(rows), "questions": len(questions), "agreement": agreement(rows, questions),
-            "speed": speed(rows, questions, passes=2 if quick else 5),
+            "speed": speed(root, quick, passes or (1 if quick else 5), reference_python, progress),
             "reference_calls_per_cpu_s": REFERENCE_CALLS_PER_CPU_S, "before_calls_per_cpu_s": BEFORE_CALLS_PER_CPU_S}
 
 
@@ -209,22 +104,7 @@ def render(res: dict[str, Any]) -> list[str]:
     dis = ag["bfcl"]["disagreements"] + ag["bfcl_fc"]["disagreements"]
     parts += ["Disagreements of `--mode bfcl` (verdict or error type): " + (
         "none." if not dis else f"{len(dis)}, listed in results.json."), ""]
-    parts += ["## Speed", "",
-              f"Tool calls per CPU-second over the same {sp['outputs']} outputs ({sp['tool_calls']} tool calls), one "
-              f"process; best (and median) of {sp['passes']} cold passes (nothing compiled: each question is compiled "
-              f"on first use) and of {sp['passes']} warm passes (compiled questions reused). Figures issue 16 "
-              "measured: the official checker "
-              f"{res['reference_calls_per_cpu_s']:,}, toolsift before {res['before_calls_per_cpu_s']:,}.", ""]
-    labels = {"strict": "strict", "strict_read_all": "strict, every message and suggestion read",
-              "bfcl": "bfcl", "bfcl_fc": "bfcl --bfcl-fc"}
-    parts += [md_table(["mode", "cold (median)", "warm (median)", "official checker", "toolsift before"],
-                       [[labels[k], f"{sp[k]['cold_calls_per_cpu_s']:,} ({sp[k]['cold_median_calls_per_cpu_s']:,})",
-                         f"{sp[k]['warm_calls_per_cpu_s']:,} ({sp[k]['warm_median_calls_per_cpu_s']:,})",
-                         f"{res['reference_calls_per_cpu_s']:,}", f"{res['before_calls_per_cpu_s']:,}"]
-                        for k in labels]), "",
-              f"Load average (1/5/15 min) at start {sp['load_average_start']}, at end {sp['load_average_end']} on "
-              f"{os.cpu_count()} CPUs; other processes shared them. Strict mode writes a failed check's message and "
-              "spelling suggestions when they are first read; the second row reads all of them.", ""]
+    parts += render_speed(sp)
     kinds = ag["strict"]["by_kind"]
     parts += ["## Where strict mode differs from the official verdicts", "",
               "By the kind of output (the `mutation` field of dev.jsonl.gz); each difference follows a rule "

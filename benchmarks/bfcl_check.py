@@ -1,14 +1,15 @@
 """JSON tool-call checker over the BFCL v4 AST categories that have possible answers.
 
-    toolsift bench bfcl [--out DIR] [--quick]
+    toolsift bench bfcl [--out DIR] [--quick] [--passes N] [--reference-python PATH]
 
 For every entry, the answer built from the first allowed value of each parameter
 (skipping "" = may omit, and null) is checked against the entry's own function docs
 and ground truth. Every answer should be ``correct``; those that are not break their
 own function doc (a value outside its enum, a bool for a string...) and are listed,
 not hidden. Then (benchmarks/bfcl_agreement.py) the agreement of strict mode and
-``--mode bfcl`` with the official BFCL verdicts, and the speed of each mode.
-Writes DIR/results.json and DIR/report.md.
+``--mode bfcl`` with the official BFCL verdicts, and the speed of each mode
+(benchmarks/bfcl_speed.py), beside the official checker's when ``--reference-python``
+names an interpreter that has bfcl-eval. Writes DIR/results.json and DIR/report.md.
 """
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def answer_calls(ground_truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return calls
 
 
-def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
+def run(out_dir: Path | str, quick: bool = False, reference_python: Path | None = None,
+        passes: int | None = None, progress: Any = None) -> dict[str, Any]:
     from checker import check_calls
 
     out_dir = Path(out_dir)
@@ -100,7 +102,8 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
     total = sum(sum(c.values()) for c in per_cat.values())
     correct = sum(c["correct"] for c in per_cat.values())
     results = {
-        "command": "toolsift bench bfcl" + (" --quick" if quick else ""), "quick": quick,
+        "command": "toolsift bench bfcl" + (" --quick" if quick else "") + (f" --passes {passes}" if passes else "")
+        + (" --reference-python PATH" if reference_python else ""), "quick": quick,
         "entries": total, "correct": correct, "not_correct": total - correct,
         "by_category": {cat: dict(c) for cat, c in sorted(per_cat.items())},
         "exception_kinds": dict(Counter(e["verdict"] for e in exceptions)),
@@ -110,7 +113,7 @@ def run(out_dir: Path | str, quick: bool = False) -> dict[str, Any]:
     }
     from . import bfcl_agreement
 
-    results["official"] = bfcl_agreement.run(bfcl_dir().parent, quick)
+    results["official"] = bfcl_agreement.run(bfcl_dir().parent, quick, reference_python, passes, progress)
     results["wall_seconds"] = round(time.perf_counter() - start, 2)
     (out_dir / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "report.md").write_text(render(results), encoding="utf-8")

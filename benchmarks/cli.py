@@ -199,6 +199,33 @@ def _proxy_cmd(
     typer.echo(f"wrote {target / 'report.md'}")
 
 
+def _bfcl_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/bfcl)"),
+    quick: bool = typer.Option(False, "--quick", help="a small sample, one speed pass per variant (CI)"),
+    passes: Optional[int] = typer.Option(None, "--passes", min=1, help="fresh processes timed per variant "
+                                         "(default 5; 1 with --quick)"),
+    reference_python: Optional[Path] = typer.Option(
+        None, "--reference-python", help="an interpreter with bfcl-eval installed: the official checker is timed "
+        "in the same run, beside toolsift (benchmarks/README.md says how to install it)"),
+) -> None:
+    """JSON checker vs the official BFCL verdicts (strict, --mode bfcl), speed beside the official checker's."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from . import bfcl_check
+    from .bfcl_speed import OURS, REFERENCE, summary
+
+    target = _out(out, "bfcl", quick)
+    total = (passes or (1 if quick else 5)) * (len(OURS) + (len(REFERENCE) if reference_python else 0))
+    console = Console(stderr=True)
+    with Progress(TextColumn("timing checkers (fresh processes)"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("speed", total=total)
+        res = bfcl_check.run(target, quick, reference_python, passes, lambda: bar.advance(task))
+    typer.echo(summary(res["official"]["speed"]))
+    typer.echo(f"wrote {target / 'report.md'}: {SUMMARIES['bfcl'](res)}")
+
+
 # name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
 DELEGATED = {
     "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
@@ -247,7 +274,9 @@ def _simple(name: str) -> Callable[..., None]:
 
 
 for _name in SUMMARIES:
-    bench_app.command(_name)(_simple(_name))
+    if _name != "bfcl":  # it has options of its own
+        bench_app.command(_name)(_simple(_name))
+bench_app.command("bfcl")(_bfcl_cmd)
 bench_app.command("router")(_router_cmd)
 bench_app.command("proxy")(_proxy_cmd)
 

@@ -9,8 +9,10 @@ with ``_``); a near miss is still a hallucinated tool, with the nearest real nam
 as suggestions. The doc rules are in strict_schema.py, the ground-truth rules in
 strict_truth.py. ``bfcl`` reproduces the leaderboard's own checker (bfcl/).
 
-Docs and ground truth are compiled once and reused while the same doc and answer objects
-come back, as in an evaluation run or a proxy's requests (memo.py).
+Docs and ground truth are compiled once (strict_plan.py) and reused while the same doc and
+answer objects come back, as in an evaluation run or a proxy's requests (memo.py). The
+verdict of a common output is decided in one pass (``Plan.judge``); its defects are then
+found by the full check below when first read, from the calls as they are at that moment.
 """
 from __future__ import annotations
 
@@ -18,15 +20,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from apidb.record import ApiRecord
-
 from .bfcl import check_bfcl
 from .bfcl.values import standardize
 from .budget import OverBudget, admit_calls, admit_question, deadline
-from .memo import Memo
-from .strict_schema import TYPE_NAMES, DocRule
-from .strict_truth import Truth, openai_name, value_matches
-from .suggest import suggest
+from .strict_plan import PLANS, Plan, plan_for
+from .strict_schema import TYPE_NAMES
+from .strict_truth import openai_name, value_matches
 from .verdict import (
     CALL_SEVERITY,
     Defect,
@@ -53,32 +52,6 @@ def bfcl_normalize(value: str) -> str:
 
 
 # -- input normalization ---------------------------------------------------------------
-def _function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """name -> function doc (also under its OpenAI-safe spelling); name -> record id."""
-    docs: dict[str, dict[str, Any]] = {}
-    ids: dict[str, str] = {}
-    if functions is None:
-        return docs, ids
-    if isinstance(functions, (dict, ApiRecord)):
-        functions = [functions]
-    if not isinstance(functions, (list, tuple)):
-        functions = []  # not function docs at all: no tool exists
-    for fn in functions:
-        if isinstance(fn, ApiRecord):
-            doc = {"name": fn.name, "parameters": fn.parameters, "description": fn.description}
-            ids[fn.name] = ids[fn.openai_name()] = fn.id
-        elif isinstance(fn, dict):
-            doc = fn.get("function") if isinstance(fn.get("function"), dict) else fn
-        else:
-            continue
-        name = doc.get("name")
-        if isinstance(name, str) and name:
-            docs[name] = doc
-    for name, doc in list(docs.items()):
-        docs.setdefault(openai_name(name), doc)
-    return docs, ids
-
-
 Call = tuple[str, dict[str, Any]]
 _MISS = object()
 
@@ -142,52 +115,6 @@ def _one_call(item: Any) -> tuple[Call | None, str]:
     return (name, args), ""
 
 
-# -- compiled docs + ground truth -------------------------------------------------------
-class _Plan:
-    __slots__ = ("has_docs", "docs", "ids", "real_names", "truth", "rules", "_near")
-
-    def __init__(self, functions: Any, ground_truth: Any) -> None:
-        self.has_docs = functions is not None
-        self.docs, self.ids = _function_docs(functions)
-        self.real_names = [n for n, d in self.docs.items() if d.get("name") == n]
-        self.truth = Truth(ground_truth) if ground_truth is not None else None
-        self.rules: dict[str, DocRule | None] = {}  # by call name, filled by rule()
-        self._near: dict[str, list[str]] = {}
-
-    def rule(self, name: str) -> DocRule | None:
-        """The doc rule for a call's name, with the ground truth's values for that function."""
-        rule = self.rules.get(name)
-        if rule is None and name not in self.rules:
-            doc = self.docs.get(name)
-            if doc is not None:
-                truth = self.truth
-                allowed = (truth.allowed(name) or truth.allowed(doc.get("name"))) if truth else {}
-                rule = DocRule(doc, allowed)
-            self.rules[name] = rule
-        return rule
-
-    def near(self, name: str) -> list[str]:
-        hit = self._near.get(name)
-        if hit is None:
-            hit = self._near[name] = suggest(name, self.real_names)
-        return hit
-
-    def no_tool(self, name: str) -> Any:
-        """The words of a hallucinated-tool defect, suggestions included (run on first read)."""
-        def explain() -> tuple[str, tuple[str, ...]]:
-            near = self.near(name)
-            return f"no tool named {name!r}{'; did you mean ' + ', '.join(near) + '?' if near else ''}", tuple(near)
-        return explain
-
-
-PLANS: Memo[_Plan] = Memo(4096)
-
-
-def _plan(functions: Any, ground_truth: Any) -> _Plan:
-    plan = PLANS.get(functions, ground_truth)
-    return plan if plan is not None else PLANS.put(functions, ground_truth, None, _Plan(functions, ground_truth))
-
-
 # -- entry point ----------------------------------------------------------------------
 def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mode: str = "strict", *,
                 category: str | None = None, language: str | None = None, fc: bool = False) -> Verdict:
@@ -203,6 +130,17 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
         return check_bfcl(calls, functions, ground_truth, category=category, language=language, fc=fc)
     if mode != "strict":
         raise ValueError(f"unknown mode {mode!r} (choose from: {', '.join(MODES)})")
+    if type(calls) is list:  # the common case: decided in one pass when nothing is unusual
+        plan = PLANS.get(functions, ground_truth)
+        if plan is None and admit_question(functions, ground_truth) is None:
+            plan = PLANS.put(functions, ground_truth, None, Plan(functions, ground_truth))
+        judged = plan.judge(calls) if plan is not None else None
+        if judged is not None:
+            verdict, parsed = judged
+            api = plan.api(parsed[0][0] if parsed else None)  # type: ignore[union-attr]
+            if verdict == "correct" or verdict == "valid":
+                return quick_verdict(verdict, True, api, (), {"calls": len(parsed)})
+            return lazy_verdict(verdict, False, api, None, {"calls": len(parsed)}, _Defects(calls, plan))
     calls, why = admit_calls(calls)
     plan = None
     if why is None:
@@ -211,16 +149,33 @@ def check_calls(calls: Any, functions: Any = None, ground_truth: Any = None, mod
             why = admit_question(functions, ground_truth)
     if why:
         return make("unparsable", defects=[Defect("unparsable", why)])
+    return _checked(calls, plan or plan_for(functions, ground_truth))
+
+
+def _checked(calls: Any, plan: Plan) -> Verdict:
+    """The full check of admitted calls, within the time budget."""
     try:
         with deadline():
-            return _check(calls, plan or _plan(functions, ground_truth))
+            return _check(calls, plan)
     except RecursionError:
         return make("unparsable", defects=[Defect("unparsable", "calls nest too deeply to check")])
     except OverBudget as exc:
         return make("unparsable", defects=[Defect("unparsable", str(exc))])
 
 
-def _check(calls: Any, plan: _Plan) -> Verdict:
+class _Defects:
+    """The defects of an output whose verdict ``Plan.judge`` decided: the full check's."""
+
+    __slots__ = ("calls", "plan")
+
+    def __init__(self, calls: list[Any], plan: Plan) -> None:
+        self.calls, self.plan = calls, plan
+
+    def __call__(self) -> tuple[Defect, ...]:
+        return _checked(self.calls, self.plan).defects
+
+
+def _check(calls: Any, plan: Plan) -> Verdict:
     parsed, defects = _calls(calls)
     broken = bool(defects)  # only undecodable calls so far
     if plan.has_docs:
@@ -240,8 +195,7 @@ def _check(calls: Any, plan: _Plan) -> Verdict:
     good: list[Call] = [c for c in parsed if c is not None] if broken else parsed  # type: ignore
     if truth is not None and not (defects and defects[0].call_index is None and defects[0].kind == "unparsable"):
         defects += truth.defects(good)
-    first = good[0][0] if good else None
-    api = plan.ids.get(first, first if first in plan.docs else None) if first is not None else None
+    api = plan.api(good[0][0] if good else None)
     default = "correct" if truth is not None else "valid"
     if not defects:
         return quick_verdict(default, True, api, (), {"calls": len(parsed)})

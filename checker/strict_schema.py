@@ -37,6 +37,7 @@ TYPE_NAMES: dict[str, str] = {
 # exact Python types of each kind (fast path; subclasses go through isinstance)
 _EXACT = {_STR: (str,), _INT: (int,), _FLOAT: (int, float), _BOOL: (bool,), _LIST: (list, tuple), _DICT: (dict,)}
 _NO_ALLOWED: list[Any] = []
+_NONE: frozenset[type] = frozenset()
 _BY_TYPE: dict[str, tuple[list[str] | None, frozenset[type] | None]] = {}
 _MISS = object()
 
@@ -79,17 +80,18 @@ class ValueRule:
                  "props", "required", "allowed", "per_index", "members", "_item_rules", "_prop_rules")
 
     def __init__(self, schema: dict[str, Any], allowed: list[Any] | None) -> None:
-        # runs once per parameter of every question: kept to plain loops and cached lookups
+        # runs once per parameter of every question: kept to plain loops, locals and cached lookups
         self.schema = schema
-        t = schema.get("type")
+        get = schema.get
+        t = get("type")
         typed = _BY_TYPE.get(t) if type(t) is str else None
         if typed is None:
             kinds = kinds_of(schema)
             typed = (kinds, frozenset(x for k in kinds for x in _EXACT[k]) if kinds else None)
             if type(t) is str:
                 _BY_TYPE[t] = typed
-        self.kinds, self.exact = typed
-        self.nullable = bool(schema.get("nullable")) or (type(t) is list and "null" in t)
+        self.kinds, self.exact = kinds, exact = typed
+        self.nullable = bool(get("nullable")) or (type(t) is list and "null" in t)
         self.allowed = allowed = allowed or _NO_ALLOWED
         string_ok = per_index = False
         for a in allowed:
@@ -98,25 +100,27 @@ class ValueRule:
             elif isinstance(a, list):
                 per_index = True  # the allowed values at item i differ per index
         self.string_ok, self.per_index = string_ok, per_index
-        enum = schema.get("enum")
-        self.enum = enum if isinstance(enum, list) and enum else None
-        # an enum on an array-typed parameter constrains its items (as BFCL docs use it)
-        self.enum_items = self.enum is not None and self.kinds == [_LIST] and \
-            not any(isinstance(e, list) for e in self.enum)
-        items, props = schema.get("items"), schema.get("properties")
-        self.items = items if isinstance(items, dict) else None
-        self.props = props if isinstance(props, dict) else None
-        required = schema.get("required") if self.props is not None else None
+        enum, items, props = get("enum"), get("items"), get("properties")
+        self.enum = enum = enum if isinstance(enum, list) and enum else None
+        self.items = items = items if isinstance(items, dict) else None
+        self.props = props = props if isinstance(props, dict) else None
+        required = get("required") if props is not None else None
         self.required = frozenset(r for r in required if isinstance(r, str)) if isinstance(required, list) else None
         self._item_rules: dict[int, ValueRule] | None = None
         self._prop_rules: dict[str, ValueRule] | None = None
-        # the exact types for which type(value) in plain settles it: no enum, items or properties
-        self.plain = self.exact if self.exact and self.enum is None and self.items is None \
-            and self.props is None else frozenset()
+        if enum is None:
+            self.enum_items = False
+            self.members = None
+            # the exact types for which type(value) in plain settles it: no enum, items or properties
+            self.plain = exact if exact and items is None and props is None else _NONE
+            return
+        # an enum on an array-typed parameter constrains its items (as BFCL docs use it)
+        self.enum_items = enum_items = kinds == [_LIST] and not any(isinstance(e, list) for e in enum)
+        self.plain = _NONE
         # a scalar enum: a value of an exact type that is a member settles it too
-        self.members = frozenset(e for e in self.enum if type(e) in self.exact) \
-            if self.exact and self.enum is not None and not self.enum_items and self.items is None \
-            and self.props is None and all(type(e) in (str, int, float, bool) for e in self.enum) else None
+        self.members = frozenset(e for e in enum if type(e) in exact) \
+            if exact and not enum_items and items is None and props is None \
+            and all(type(e) in (str, int, float, bool) for e in enum) else None
 
     def optional(self, key: str) -> bool:
         """A property the schema does not require (an explicit null for it is left out)."""
@@ -223,19 +227,19 @@ class _Words:
 class _NoParam:
     """The words of a hallucinated-parameter defect, suggestions included (run on first read)."""
 
-    __slots__ = ("name", "arg", "props")
+    __slots__ = ("name", "arg", "doc")
 
-    def __init__(self, name: str, arg: str, props: dict[str, Any]) -> None:
-        self.name, self.arg, self.props = name, arg, props
+    def __init__(self, name: str, arg: str, doc: DocRule) -> None:
+        self.name, self.arg, self.doc = name, arg, doc
 
     def __call__(self) -> tuple[str, tuple[str, ...]]:
-        return f"{self.name} has no parameter {self.arg!r}", tuple(suggest(self.arg, self.props))
+        return f"{self.name} has no parameter {self.arg!r}", self.doc.near(self.arg)
 
 
 class DocRule:
     """A function doc compiled with the ground truth's allowed values per parameter."""
 
-    __slots__ = ("props", "required", "required_set", "allowed", "_rules")
+    __slots__ = ("props", "required", "required_set", "allowed", "_rules", "_near")
 
     def __init__(self, doc: dict[str, Any], allowed: dict[str, list[Any]]) -> None:
         params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
@@ -246,6 +250,18 @@ class DocRule:
         self.required_set = frozenset(self.required)
         self.allowed = allowed
         self._rules: dict[str, ValueRule | None] = {}  # compiled on first use
+        self._near: dict[str, tuple[str, ...]] | None = None
+
+    def near(self, arg: str) -> tuple[str, ...]:
+        """The doc's parameters nearest to an unknown one (remembered: outputs repeat their mistakes)."""
+        if self._near is None:
+            self._near = {}
+        hit = self._near.get(arg)
+        if hit is None:
+            if len(self._near) >= 1024:  # unknown names are the model's: keep a bounded few
+                self._near.clear()
+            hit = self._near[arg] = tuple(suggest(arg, self.props))
+        return hit
 
     def rule(self, arg: str) -> ValueRule | None:
         """The compiled rule of a parameter the doc has (None: its schema is not an object)."""
@@ -277,9 +293,28 @@ class DocRule:
                 return False
         return True
 
+    def worst(self, args: dict[str, Any]) -> str | None:
+        """The most severe kind among ``defects(..., args)``, without building them (the
+        same checks in the same order; strict_plan.py decides verdicts with it)."""
+        props = self.props
+        for arg in args:
+            if arg not in props:
+                return "hallucinated_param"
+        for req in self.required:
+            if req not in args:
+                return "missing_required"
+        found: list[tuple[Any, ...]] = []
+        for arg, value in args.items():
+            rule = self.rule(arg)
+            if rule is not None and not (value is None and arg not in self.required_set):
+                rule.explain(value, arg, found)
+        if not found:
+            return None
+        return "type_error" if any(fact[0] == "type_error" for fact in found) else "enum_violation"
+
     def defects(self, i: int, name: str, args: dict[str, Any]) -> list[Defect]:
         """Every schema defect of one call: unknown, missing, mistyped or out-of-enum arguments."""
-        out = [lazy_defect("hallucinated_param", _NoParam(name, arg, self.props), i, name, arg)
+        out = [lazy_defect("hallucinated_param", _NoParam(name, arg, self), i, name, arg)
                for arg in args if arg not in self.props]
         out += [quick_defect("missing_required", f"{name} needs {req!r}", i, name, req)
                 for req in self.required if req not in args]  # cheap words: written now

@@ -23,14 +23,23 @@ from typing import Any
 from apidb.names import openai_safe
 
 from .bfcl.values import standardize as normalize
+from .budget import check_time
 from .verdict import Defect, lazy_defect, quick_defect
 
 _PLAIN = (str, int, float, bool)
 
 
+_ALIASES: dict[str, str] = {}  # the same function names come back question after question
+
+
 def openai_name(name: str) -> str:
     """The form a dotted function name takes under OpenAI's name rules (BFCL does the same)."""
-    return openai_safe(name, limit=None)
+    alias = _ALIASES.get(name)
+    if alias is None:
+        if len(_ALIASES) >= 65536:
+            _ALIASES.clear()
+        alias = _ALIASES[name] = openai_safe(name, limit=None)
+    return alias
 
 
 _ENCODE = json.JSONEncoder(default=str).encode  # json.dumps(default=...) builds an encoder per call
@@ -87,48 +96,64 @@ def _keys(items: Any) -> tuple[Any, ...] | None:
 
 
 class Options:
-    """The allowed values of one expected parameter."""
+    """The allowed values of one expected parameter.
 
-    __slots__ = ("shown", "omissible", "strings", "numbers", "bools", "lists", "others")
+    One set holds every plain option by value_matches' equality: strings normalised,
+    numbers as they are (1 == 1.0), booleans as stand-ins (True is not 1), lists of plain
+    values as tuples of those; no two kinds can be equal, so one lookup answers."""
+
+    __slots__ = ("shown", "omissible", "keys", "lists", "others")
 
     def __init__(self, options: Any) -> None:
         options = options if isinstance(options, list) else [options]
-        self.omissible = "" in options or None in options
-        self.shown = given = [o for o in options if o != ""]
-        strings, numbers, bools, lists, others = set(), set(), set(), set(), []
-        for o in given:  # one pass: this runs for every parameter of every question
+        omissible = lists = False
+        keys: set[Any] = set()
+        shown: list[Any] = []
+        others: list[Any] = []
+        for o in options:  # one pass: this runs for every parameter of every question
             t = type(o)
             if t is str:
-                strings.add(normalize(o))
+                if not o:
+                    omissible = True  # "" = may be left out; it is no value to match
+                    continue
+                keys.add(normalize(o))
             elif t is bool:
-                bools.add(o)
+                keys.add(_TRUE if o else _FALSE)
             elif t is int or t is float:
                 if o == o:  # NaN equals nothing
-                    numbers.add(o)
-            elif t is list and (keys := _keys(o)) is not None:
-                lists.add(keys)
+                    keys.add(o)
+            elif t is list and (k := _keys(o)) is not None:
+                keys.add(k)
+                lists = True
+            elif o is None:
+                omissible = True
+                others.append(o)
             elif isinstance(o, str):
-                strings.add(normalize(o))
+                if o == "":
+                    omissible = True
+                    continue
+                keys.add(normalize(o))
             elif isinstance(o, bool):
-                bools.add(o)
+                keys.add(_TRUE if o else _FALSE)
             elif isinstance(o, (int, float)):
                 if o == o:
-                    numbers.add(o)
+                    keys.add(o)
             else:
                 others.append(o)
-        self.strings, self.numbers, self.bools, self.lists, self.others = strings, numbers, bools, lists, others
+            shown.append(o)
+        self.shown, self.omissible, self.keys, self.lists, self.others = shown, omissible, keys, lists, others
 
     def match(self, value: Any) -> bool:
         t = type(value)
         if t is str:
-            return normalize(value) in self.strings
+            return normalize(value) in self.keys
         if t is int or t is float:
-            return value in self.numbers
+            return value in self.keys
         if t is bool:
-            return value in self.bools
+            return (_TRUE if value else _FALSE) in self.keys
         if t is list and self.lists:
             keys = _keys(value)
-            if keys is not None and keys in self.lists:
+            if keys is not None and keys in self.keys:
                 return True
         # lists, dicts, null; a subclass of a plain type compares with every option
         return any(value_matches(value, o) for o in (self.shown if isinstance(value, _PLAIN) else self.others))
@@ -153,7 +178,7 @@ class ExpectedCall:
                 if not options.omissible:
                     return False
             elif type(value) is str:
-                if normalize(value) not in options.strings:
+                if normalize(value) not in options.keys:
                     return False
             elif not options.match(value):
                 return False
@@ -189,22 +214,48 @@ class _WhyNot:
 class Truth:
     """A compiled ground truth: a list of expected calls (``[]``: no call expected)."""
 
-    __slots__ = ("expected",)
+    __slots__ = ("expected", "_allowed")
 
     def __init__(self, ground_truth: Any) -> None:
         items = ground_truth if isinstance(ground_truth, list) else [ground_truth]
         self.expected = [ExpectedCall(*next(iter(e.items()))) for e in items
                          if isinstance(e, dict) and len(e) == 1 and isinstance(next(iter(e)), str)]
+        self._allowed: dict[Any, dict[str, list[Any]]] = {}
 
     def allowed(self, fname: Any) -> dict[str, list[Any]]:
         """Allowed values per parameter of the expected calls to ``fname`` (merged), for the
         schema check's "variable" rule."""
-        out: dict[str, list[Any]] = {}
-        for exp in self.expected:
-            if exp.name == fname:
-                for pname, options in exp.params.items():
-                    out.setdefault(pname, []).extend(options.shown)
+        out = self._allowed.get(fname)
+        if out is None:
+            named = [exp for exp in self.expected if exp.name == fname]
+            if len(named) == 1:  # the common case: that call's own lists, not copies
+                out = {pname: options.shown for pname, options in named[0].params.items()}
+            else:
+                out = {}
+                for exp in named:
+                    for pname, options in exp.params.items():
+                        out.setdefault(pname, []).extend(options.shown)
+            self._allowed[fname] = out
         return out
+
+    def matched(self, calls: list[tuple[str, dict[str, Any]]]) -> bool:
+        """Whether ``defects(calls)`` is empty: the same greedy matching, nothing built."""
+        expected = self.expected
+        if len(expected) != len(calls):
+            return False  # an expected call without a call, or a call left over
+        if len(expected) == 1:
+            exp, (cname, args) = expected[0], calls[0]
+            return (cname == exp.name or cname == exp.alias) and exp.satisfied_by(args)
+        used: set[int] = set()
+        for exp in expected:
+            name, alias = exp.name, exp.alias
+            for ci, (cname, args) in enumerate(calls):
+                if (cname == name or cname == alias) and ci not in used and exp.satisfied_by(args):
+                    used.add(ci)
+                    break
+            else:
+                return False
+        return True
 
     def defects(self, calls: list[tuple[str, dict[str, Any]]]) -> list[Defect]:
         """wrong_call defects: expected calls no call satisfies (greedily, in order, each call
@@ -222,6 +273,7 @@ class Truth:
         used: set[int] = set()
         defects: list[Defect] = []
         for gi, exp in enumerate(expected):
+            check_time()  # up to 256 x 256 pairs, each as long as its arguments: within the check's deadline
             name, alias = exp.name, exp.alias
             for ci, (cname, args) in enumerate(calls):
                 if (cname == name or cname == alias) and ci not in used and exp.satisfied_by(args):

@@ -82,8 +82,9 @@ def most_severe(kinds: list[str], default: str) -> str:
 
 # The generated __init__ of a frozen dataclass sets each field with object.__setattr__,
 # which costs more than a whole checked parameter (~2 µs per object on the project's
-# machines). The checkers build one Verdict per output, so they fill __dict__ directly;
-# the objects are the same (frozen, equal, same repr) as the constructor's.
+# machines). The checkers build one Verdict per output, so they fill __dict__ directly,
+# with only the fields that differ from their class defaults (a field left out reads the
+# default); the objects are the same (frozen, equal, same repr) as the constructor's.
 _new = object.__new__
 
 
@@ -91,8 +92,16 @@ def quick_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect
                   details: dict[str, Any], suggestions: tuple[str, ...] = ()) -> Verdict:
     """``Verdict(verdict, ok, api, defects, suggestions, details=details)``, faster."""
     v = _new(Verdict)
-    v.__dict__.update(verdict=verdict, ok=ok, api=api, defects=defects, suggestions=suggestions,
-                      nearest=None, call=None, details=details)
+    d = v.__dict__
+    d["verdict"] = verdict
+    d["ok"] = ok
+    d["details"] = details
+    if api is not None:
+        d["api"] = api
+    if defects:
+        d["defects"] = defects
+    if suggestions:
+        d["suggestions"] = suggestions
     return v
 
 
@@ -108,25 +117,27 @@ def quick_defect(kind: str, message: str, call_index: int | None = None, name: s
 # Spelling suggestions cost more than checking a call (difflib over the doc's names),
 # and most consumers only read the verdict. Strict mode therefore attaches them as a
 # closure, run on first read of ``message``/``suggestions`` (to_dict, repr, ==, the CLI
-# all read them). The objects are otherwise the frozen dataclasses above.
+# all read them). The objects are otherwise the frozen dataclasses above; copied or
+# pickled, they become plain ones (``__reduce__``) with everything worked out.
 class LazyDefect(Defect):
     """A Defect whose message and suggestions are worked out when first read."""
 
-    def _resolve(self) -> None:
-        explain = self.__dict__.pop("_explain", None)
-        if explain is not None:
-            message, suggestions = explain()
-            self.__dict__.update(_message=message, _suggestions=suggestions)
+    def _words(self) -> tuple[str, tuple[str, ...]]:
+        words = self.__dict__.get("_said")
+        if words is None:  # two threads may both work them out: the same words
+            words = self.__dict__["_said"] = self.__dict__["_explain"]()
+        return words
 
     @property  # type: ignore[override]
     def message(self) -> str:
-        self._resolve()
-        return self.__dict__["_message"]
+        return self._words()[0]
 
     @property  # type: ignore[override]
     def suggestions(self) -> tuple[str, ...]:
-        self._resolve()
-        return self.__dict__["_suggestions"]
+        return self._words()[1]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Defect, (self.kind, self.message, self.call_index, self.name, self.param, self.suggestions)
 
 
 def lazy_defect(kind: str, explain: Any, call_index: int | None = None, name: str | None = None,
@@ -139,7 +150,15 @@ def lazy_defect(kind: str, explain: Any, call_index: int | None = None, name: st
 
 class LazyVerdict(Verdict):
     """A Verdict whose suggestions (those of its hallucinated-tool defects, in order, once
-    each) are gathered when first read."""
+    each) are gathered when first read; and, when strict mode decided the verdict without
+    building its defects (checker/strict_plan.py), whose defects are found when first read."""
+
+    @property  # type: ignore[override]
+    def defects(self) -> tuple[Defect, ...]:
+        found = self.__dict__.get("_defects")
+        if found is None:
+            found = self.__dict__["_defects"] = tuple(self.__dict__["_find"]())
+        return found
 
     @property  # type: ignore[override]
     def suggestions(self) -> tuple[str, ...]:
@@ -149,10 +168,24 @@ class LazyVerdict(Verdict):
                 s for d in self.defects if d.kind == "hallucinated_tool" for s in d.suggestions))
         return cached
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Verdict, (self.verdict, self.ok, self.api, self.defects, self.suggestions, self.nearest, self.call,
+                         self.details)
 
-def lazy_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect, ...],
-                 details: dict[str, Any]) -> Verdict:
-    """``quick_verdict`` whose suggestions are gathered from its defects when first read."""
+
+def lazy_verdict(verdict: str, ok: bool, api: str | None, defects: tuple[Defect, ...] | None,
+                 details: dict[str, Any], find: Any = None) -> Verdict:
+    """``quick_verdict`` whose suggestions are gathered from its defects when first read;
+    with ``defects=None``, the defects are ``find()``'s, called on first read."""
     v = _new(LazyVerdict)
-    v.__dict__.update(verdict=verdict, ok=ok, api=api, defects=defects, nearest=None, call=None, details=details)
+    d = v.__dict__
+    d["verdict"] = verdict
+    d["ok"] = ok
+    d["details"] = details
+    if api is not None:
+        d["api"] = api
+    if defects is None:
+        d["_find"] = find
+    else:
+        d["_defects"] = defects
     return v

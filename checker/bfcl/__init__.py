@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from ..memo import Memo
-from ..verdict import Defect, Verdict, make, quick_defect, quick_verdict
+from ..verdict import Defect, Verdict, lazy_defect, make, quick_defect, quick_verdict
 from .errors import BfclInputError
 from .functions import Question
 
@@ -157,7 +157,9 @@ def check_bfcl(calls: Any, functions: Any, ground_truth: Any, *, category: str |
     if valid:
         return quick_verdict("correct", True, api, (), details)
     kind = _kind(cause, q, parsed, index, param, fc)
-    defect = quick_defect(kind, message, index, parsed[index][0] if index is not None else None, param)
+    name = parsed[index][0] if index is not None else None
+    defect = quick_defect(kind, message, index, name, param) if type(message) is str else \
+        lazy_defect(kind, message, index, name, param)  # Words: written when read
     return quick_verdict(kind, False, api, (defect,), details)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import BfclInputError
-from .values import SPECIAL, STRING, ParamRule, standardize
+from .values import SPECIAL, STRING, ParamRule, Words, standardize
 
 UNCLEAR = "simple_function_checker:unclear"
 _WRONG_NAME = "simple_function_checker:wrong_func_name"
@@ -29,7 +29,8 @@ _UNSET = object()
 # output and on a valid call of which some parameter was decided by a normalised comparison
 # (upstream then returns that comparison's result object, which has no error type), else
 # "simple_function_checker:unclear" on a valid call.
-Outcome = tuple[bool, "str | None", str, "int | None", "str | None", "str | None"]
+# The message is a str, or Words written when read.
+Outcome = tuple[bool, "str | None", "str | Words", "int | None", "str | None", "str | None"]
 
 
 class FunctionRule:
@@ -69,7 +70,7 @@ class FunctionRule:
         expected = self.fc_name if fc else self.name
         if name != expected:
             return False, "simple_function_checker:wrong_func_name", \
-                f"calls {name!r}, expected {expected!r}", index, None, "simple_function_checker:wrong_func_name"
+                Words("calls {!r}, expected {!r}", name, expected), index, None, "simple_function_checker:wrong_func_name"
         for param in self.required:
             if param not in args:
                 return False, "simple_function_checker:missing_required", \
@@ -99,7 +100,7 @@ class FunctionRule:
             if result is SPECIAL:
                 special = True
                 continue
-            return False, result[0], f"{name}: {result[1]}", index, param, result[0]
+            return False, result[0], Words("{}: {}", name, result[1]), index, param, result[0]
         for param in self.needed:
             if param not in args:
                 return False, "simple_function_checker:missing_optional", \
@@ -189,8 +190,9 @@ class Question:
                 if first_failure is None or (first_failure[5] == _WRONG_NAME and outcome[5] != _WRONG_NAME):
                     first_failure = outcome
             else:
-                why = f" (closest: {first_failure[2]})" if first_failure else ""
+                closest = Words(" (closest: {})", first_failure[2]) if first_failure else ""
                 return False, "parallel_function_checker_no_order:cannot_find_match", \
-                    f"no call matches expected call {i + 1} of {len(self.ground_truth)}, {rule.name}{why}", \
+                    Words("no call matches expected call {} of {}, {}{}", i + 1, len(self.ground_truth), rule.name,
+                          closest), \
                     *(first_failure[3:] if first_failure else (None, None, None))
         return True, None, "", None, None, None

@@ -41,6 +41,7 @@ _DROP = str.maketrans("", "", " ,./-_*^")
 SPECIAL = "special"  # check() result: valid, and decided by a normalised comparison
 CRASH = "toolsift:reference_crash"  # a value the official checker raises on
 _UNSET = object()
+_NO_STRINGS: frozenset[str] = frozenset()
 _DICT, _LIST_DICT, STRING, _LIST, _OTHER = range(5)
 
 
@@ -65,6 +66,36 @@ def _std(value: Any) -> Any:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Words:
+    """A failure's message, written when first read: ``template`` formatted with ``args``, where
+    a ``Shown`` arg is a value's short repr and a Words arg another message. Most failures are
+    counted, not read, and writing them (reprs of model values) cost a tenth of a check.
+    Called, it gives (message, no suggestions), as verdict.lazy_defect wants."""
+
+    __slots__ = ("template", "args")
+
+    def __init__(self, template: str, *args: Any) -> None:
+        self.template, self.args = template, args
+
+    def __str__(self) -> str:
+        return self.template.format(*self.args)
+
+    def __call__(self) -> tuple[str, tuple[str, ...]]:
+        return str(self), ()
+
+
+class Shown:
+    """A value in a message: its repr, cut at 80 characters."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        return _short(self.value)
 
 
 class ParamRule:
@@ -107,19 +138,20 @@ class ParamRule:
             self.kind = _LIST_DICT if item_conv is dict else _LIST
         else:
             self.kind = STRING if conv is str else _OTHER
-        self.strings = frozenset(standardize(o) for o in options if type(o) is str)
+        # only a string parameter compares normalised strings (this runs for every parameter)
+        self.strings = frozenset([standardize(o) for o in options if type(o) is str]) if conv is str else _NO_STRINGS
         # the type whose values need no decoding, conversion or nested check: callers may
         # decide those inline (FunctionRule.check); None matches no value's type
         plain = language == "python" and item_conv is None and not self.variable and self.kind in (STRING, _OTHER)
         self.fast = conv if plain else None
         self._lists: list[list[Any]] | None = None
-        self._dicts: dict[int, tuple[dict[Any, list[Any]], list[Any]]] = {}
+        self._dicts: dict[int, tuple[dict[Any, list[Any]], list[Any]]] | None = None
         # per possible answer: None (not a list: any items pass) or the type its items stand for
         self._item_plan = [next((type(x) for x in o if x != ""), _UNSET) if type(o) is list else None
                            for o in options] if item_conv is not None else []
 
     # -- the check ----------------------------------------------------------------------
-    def check(self, value: Any) -> tuple[str, str] | str | None:
+    def check(self, value: Any) -> tuple[str, Words] | str | None:
         """None (valid), SPECIAL (valid by a normalised comparison) or (error_type, message)."""
         language = self.language
         if language == "python":
@@ -127,31 +159,32 @@ class ParamRule:
                 try:
                     value = float(value)
                 except OverflowError:
-                    return CRASH, f"{self.param}: {_short(value)} is too large for a float (BFCL raises)"
+                    return CRASH, Words("{}: {} is too large for a float (BFCL raises)", self.param, Shown(value))
             elif type(value) is tuple and self.declared == "tuple":
                 value = list(value)
         else:
             if type(value) is not str:
-                return (_SOURCE_TYPE_ERROR[language], f"{self.param}: a {language} value is written as a "
-                        f"string of source text, got {type(value).__name__} {_short(value)}")
+                return (_SOURCE_TYPE_ERROR[language], Words("{}: a {} value is written as a string of source text, "
+                        "got {} {}", self.param, language, type(value).__name__, Shown(value)))
             try:
                 value = _DECODERS[language](value, self.declared, self.item_declared)
             except BfclInputError:
                 raise
             except (ValueError, OverflowError):
-                return CRASH, f"{self.param}: {_short(value)} cannot be decoded as {self.declared} (BFCL raises)"
+                return CRASH, Words("{}: {} cannot be decoded as {} (BFCL raises)", self.param, Shown(value),
+                                    self.declared)
         t = type(value)
         if t is self.conv:
             if self.item_conv is not None and not self._items_ok(value):
                 kind = "type_error:nested" if t is self.answer_type else "type_error:simple"
-                return kind, (f"{self.param}: items of {_short(value)} should be "
-                              f"{self.item_conv.__name__} (or the possible answer's item type)")
+                return kind, Words("{}: items of {} should be {} (or the possible answer's item type)", self.param,
+                                   Shown(value), self.item_conv.__name__)
             variable = self.variable
         elif t is self.answer_type:
             variable = True
         else:
-            return "type_error:simple", (f"{self.param} should be {self.declared}, got "
-                                         f"{t.__name__} {_short(value)}")
+            return "type_error:simple", Words("{} should be {}, got {} {}", self.param, self.declared, t.__name__,
+                                              Shown(value))
         if not variable:
             kind = self.kind
             if kind == STRING:
@@ -172,9 +205,9 @@ class ParamRule:
             return None
         return "value_error:others", self._not_allowed(value, "exactly")
 
-    def _not_allowed(self, value: Any, how: str) -> str:
-        shown = [o for o in self.options if o != ""]
-        return f"{self.param} = {_short(value)} is not an allowed value ({how}): {_short(shown)}"
+    def _not_allowed(self, value: Any, how: str) -> Words:
+        return Words("{} = {} is not an allowed value ({}): {}", self.param, Shown(value), how,
+                     Shown([o for o in self.options if o != ""]))
 
     def _items_ok(self, value: list[Any]) -> bool:
         conv = self.item_conv
@@ -204,6 +237,8 @@ class ParamRule:
 
     def _dict_answer(self, answer: Any) -> tuple[dict[Any, list[Any]], list[Any]]:
         key = id(answer)
+        if self._dicts is None:
+            self._dicts = {}
         prepared = self._dicts.get(key)
         if prepared is None:
             if not isinstance(answer, dict) or not all(isinstance(v, (list, str)) for v in answer.values()):
