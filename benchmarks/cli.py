@@ -120,12 +120,15 @@ def encoders_cmd(
     max_passages: int = typer.Option(1000, "--max-passages", help="passages per catalog (a fixed sample)"),
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/encoders)"),
     torch_cache: bool = typer.Option(False, "--torch-cache", help="reuse torch vectors from the fp32 embedding cache"),
+    retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval",
+                                   help="also every catalog's dense and hybrid metrics, torch vs ONNX int8"),
 ) -> None:
-    """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency."""
+    """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency,
+    retrieval metrics side by side."""
     from . import encoders
 
     target = out or RESULTS / "encoders"
-    res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache)
+    res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache, retrieval=retrieval)
     typer.echo(f"wrote {target / 'report.md'} in {res['wall_seconds']:.0f} s")
 
 
