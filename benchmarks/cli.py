@@ -138,11 +138,15 @@ def _router_cmd(
     no_grid: bool = typer.Option(False, "--no-grid", help="skip the tuning grid (score the shipped defaults only)"),
     warm: bool = typer.Option(False, "--warm", help="only embed the corpora and queries into the cache"),
     render: bool = typer.Option(False, "--render", help="only rewrite report.md from OUT/results.json"),
+    speed_only: bool = typer.Option(False, "--speed-only",
+                                    help="only the speed stage (torch vs the default encoder), into OUT/results.json"),
 ) -> None:
     """Router quality and speed targets: the defaults' grid, StableToolBench nDCG@5, APIBench Recall@5."""
     from . import router_targets as rt
 
-    if render:
+    if speed_only:
+        rt.run_speed_only(_out(out, "router_targets", quick), quick=quick)
+    elif render:
         import json
 
         target = out or rt.DEFAULT_OUT

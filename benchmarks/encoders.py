@@ -104,7 +104,9 @@ def run(out_dir: str | Path = DEFAULT_OUT, datasets: list[str] | None = None, ma
     onnx = {e: Embedder(encoder=e) for e in ENCODERS}
     for emb in (torch_emb, *onnx.values()):
         emb.encode(["warm-up text", "a second warm-up text"])
-    results: dict[str, Any] = {"versions": versions(), "max_passages": max_passages, "torch_cache": torch_cache,
+    results: dict[str, Any] = {"command": "toolsift bench encoders " + " ".join(sys.argv[sys.argv.index("encoders") + 1:])
+                               if "encoders" in sys.argv else "toolsift bench encoders",
+                               "versions": versions(), "max_passages": max_passages, "torch_cache": torch_cache,
                                "datasets": {}, "query_latency_ms": {}}
     all_queries: list[str] = []
     for name in names:
@@ -156,7 +158,7 @@ def report(results: dict[str, Any]) -> str:
     lat = [[e, f"{v['p50']:.2f}", f"{v['p95']:.2f}", str(v["n"])] for e, v in results["query_latency_ms"].items()]
     return "\n".join([
         "# Encoders: ONNX Runtime vs the torch reference", "",
-        "Command: `toolsift bench encoders`  ", load_line(results), "",
+        f"Command: `{results.get('command', 'toolsift bench encoders').strip()}`  ", load_line(results), "",
         "Cosine of each vector to the torch (sentence-transformers) vector of the same text; docs/s = "
         "`Embedder.encode` over the catalog's passages (the index-build path), with the 1-min load average "
         "right after." + (" Torch passage vectors read from the router's fp32 embedding cache where present."
