@@ -138,12 +138,15 @@ def encoders_cmd(
     max_passages: int = typer.Option(1000, "--max-passages", help="passages per catalog (a fixed sample)"),
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/encoders)"),
     torch_cache: bool = typer.Option(False, "--torch-cache", help="reuse torch vectors from the fp32 embedding cache"),
+    retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval",
+                                   help="also every catalog's dense and hybrid metrics, torch vs ONNX int8"),
 ) -> None:
-    """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency."""
+    """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency,
+    retrieval metrics side by side."""
     from . import encoders
 
     target = out or RESULTS / "encoders"
-    res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache)
+    res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache, retrieval=retrieval)
     typer.echo(f"wrote {target / 'report.md'} in {res['wall_seconds']:.0f} s")
 
 
@@ -153,11 +156,15 @@ def _router_cmd(
     no_grid: bool = typer.Option(False, "--no-grid", help="skip the tuning grid (score the shipped defaults only)"),
     warm: bool = typer.Option(False, "--warm", help="only embed the corpora and queries into the cache"),
     render: bool = typer.Option(False, "--render", help="only rewrite report.md from OUT/results.json"),
+    speed_only: bool = typer.Option(False, "--speed-only",
+                                    help="only the speed stage (torch vs the default encoder), into OUT/results.json"),
 ) -> None:
     """Router quality and speed targets: the defaults' grid, StableToolBench nDCG@5, APIBench Recall@5."""
     from . import router_targets as rt
 
-    if render:
+    if speed_only:
+        rt.run_speed_only(_out(out, "router_targets", quick), quick=quick)
+    elif render:
         import json
 
         target = out or rt.DEFAULT_OUT

@@ -108,9 +108,11 @@ def router_class() -> Any:
     return Router
 
 
-def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: bool = True) -> Any:
+def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: bool = True,
+                 encoder: str | None = None) -> Any:
     """A router over ``records`` with its indexes built (the dense one, when asked, from the
-    shared embedding cache), so build time covers everything a first query would otherwise pay."""
+    shared embedding cache), so build time covers everything a first query would otherwise pay.
+    ``encoder``: the router's encoder (None: $TOOLSIFT_ENCODER, default ONNX)."""
     Router = router_class()
     if Router is None:
         raise MethodError("the router package is not importable")
@@ -120,7 +122,7 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
 
         cfg = RouterConfig(field_weights={f: 1 for f in DEFAULT_FIELD_WEIGHTS})
         return Router.from_records(records, config=cfg)  # BM25 only: no dense build needed
-    router = Router.from_records(records)
+    router = Router.from_records(records, encoder=encoder)
     if dense:
         _dense_with_progress(router)
     return router

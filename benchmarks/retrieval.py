@@ -107,8 +107,9 @@ def _measured(build) -> tuple[Any, dict[str, float]]:
 class _Builds:
     """Built searchers of the current corpus; datasets sharing a corpus reuse them."""
 
-    def __init__(self, need_dense: bool = True) -> None:
+    def __init__(self, need_dense: bool = True, encoder: str | None = None) -> None:
         self.need_dense = need_dense  # BM25-only runs never load the model nor embed
+        self.encoder = encoder  # None: $TOOLSIFT_ENCODER (default ONNX)
         self.key: str | None = None
         self.built: dict[str, tuple[Any, dict[str, float]]] = {}
 
@@ -122,7 +123,8 @@ class _Builds:
                 self.built[family] = _measured(lambda: RankBM25(records))
             else:
                 dense = self.need_dense and not spec.uniform_fields
-                self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields, dense))
+                self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields, dense,
+                                                                          self.encoder))
         obj, cost = self.built[family]
         if spec.kind == "router":
             obj = RouterSearch(obj.configured(**spec.config) if spec.config else obj, spec.select)

@@ -43,8 +43,12 @@ def resolve_encoder(encoder: str | None = None) -> str:
 
 
 def vector_space(encoder: str | None = None) -> str:
-    """Which vectors an encoder makes: "fp32" (torch and onnx-fp32 agree to 1e-4) or "int8"."""
-    return "int8" if resolve_encoder(encoder) == "onnx-int8" else "fp32"
+    """Which vectors an encoder makes: "fp32" (torch and onnx-fp32 agree to 1e-4) or the int8
+    recipe's space (router.onnx_export.INT8_SPACE, "int8-v2"): a new int8 recipe makes other
+    vectors, so its caches and index manifests must not match the old recipe's."""
+    from .onnx_export import INT8_SPACE
+
+    return INT8_SPACE if resolve_encoder(encoder) == "onnx-int8" else "fp32"
 
 
 _ONNX: dict[str, OnnxEncoder] = {}  # one session per (folder, fingerprint, precision) and process

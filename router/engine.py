@@ -330,7 +330,9 @@ class Router:
         out = []
         for pos, (d, reason) in enumerate(chosen):
             rec = self.records[d]
-            hits = explain.matched_fields(stems, rec, self.config.field_weights)
+            # a content word is a BM25 query token, and a record's explained fields are the ones its
+            # BM25 document was built from: no BM25 score, no matched term (skips a dense-only hit)
+            hits = explain.matched_fields(stems, rec, self.config.field_weights) if bm25_all[d] > 0 else {}
             out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
                                  bm25_score=float(bm25_all[d]), matched_terms=list(hits),
                                  dense_score=None if dense is None else float(dense[pos]), reason=reason,

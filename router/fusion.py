@@ -37,8 +37,7 @@ def _combine(parts: list[tuple[np.ndarray, np.ndarray]]) -> Ranking:
     docs = np.concatenate([d for d, _ in parts]).astype(np.int64)
     vals = np.concatenate([s for _, s in parts]).astype(np.float64)
     uniq, inv = np.unique(docs, return_inverse=True)
-    total = np.zeros(len(uniq), dtype=np.float64)
-    np.add.at(total, inv, vals)
+    total = np.bincount(inv, weights=vals, minlength=len(uniq))  # float64 sums; np.add.at was ~3x slower
     order = np.lexsort((uniq, -total))
     return Ranking(uniq[order], total[order])
 

@@ -64,6 +64,36 @@ def _session(path: Path, threads: int):
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
+class TextTokenizer:
+    """texts -> ``tokenizers`` encodings as the folder's sentence-transformers pipeline makes
+    them (lower-cased if it lower-cases, truncated at max_seq_length, unpadded)."""
+
+    def __init__(self, model_dir: str | os.PathLike[str]) -> None:
+        from tokenizers import Tokenizer
+
+        cfg = folder_config(model_dir)
+        self.lower = cfg["lower"]
+        self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(cfg["max_seq_length"])
+
+    def __call__(self, texts: Sequence[str]) -> list:
+        texts = [t.lower() for t in texts] if self.lower else list(texts)
+        return self.tokenizer.encode_batch(texts) if len(texts) > 1 else [self.tokenizer.encode(texts[0])]
+
+
+def feed(encodings: list, input_names: Sequence[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The session inputs of a batch of encodings, padded to the longest, and its attention mask."""
+    seq = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(encodings), seq), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, e in enumerate(encodings):
+        ids[row, :len(e.ids)] = e.ids
+        mask[row, :len(e.ids)] = 1
+    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    return {n: inputs[n] for n in input_names}, mask
+
+
 class OnnxEncoder:
     """Normalized sentence vectors from an exported ONNX file, as sentence-transformers computes
     them (mean of the token embeddings under the attention mask, then L2 normalization).
@@ -74,14 +104,11 @@ class OnnxEncoder:
 
     def __init__(self, model_dir: str | os.PathLike[str], onnx_path: str | os.PathLike[str],
                  threads: int | None = None) -> None:
-        from tokenizers import Tokenizer
-
         cfg = folder_config(model_dir)
         self.model_dir, self.path = str(model_dir), Path(onnx_path)
-        self.max_seq_length, self._lower = cfg["max_seq_length"], cfg["lower"]
-        self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.max_seq_length = cfg["max_seq_length"]
+        self._tokens = TextTokenizer(model_dir)
+        self.tokenizer = self._tokens.tokenizer
         self._query = _session(self.path, 1)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self._threads = threads or cores  # texts encoded at once by encode()
@@ -92,20 +119,10 @@ class OnnxEncoder:
     def get_embedding_dimension(self) -> int:  # the name sentence-transformers uses
         return self.dim
 
-    def _tokens(self, texts: Sequence[str]) -> list:
-        texts = [t.lower() for t in texts] if self._lower else list(texts)
-        return self.tokenizer.encode_batch(texts) if len(texts) > 1 else [self.tokenizer.encode(texts[0])]
-
     def _run(self, session, encodings: list) -> tuple[np.ndarray, np.ndarray]:
         """Token embeddings (n, seq, dim) and the attention mask (n, seq) of a padded batch."""
-        seq = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), seq), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, e in enumerate(encodings):
-            ids[row, :len(e.ids)] = e.ids
-            mask[row, :len(e.ids)] = 1
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        return session.run(None, {n: feed[n] for n in self._inputs})[0], mask
+        inputs, mask = feed(encodings, self._inputs)
+        return session.run(None, inputs)[0], mask
 
     @staticmethod
     def _pool(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
