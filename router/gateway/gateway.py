@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,15 @@ class Gateway:
     def __init__(self, specs: Iterable[UpstreamSpec] = (), *, db_path: str | Path | None = None,
                  pinned: Sequence[str] = (), method: str | None = None, k: int = 5, model: str | None = None,
                  cache_dir: str | Path | None = None, start_timeout: float = 30.0,
-                 call_timeout: float = 120.0, ready_timeout: float = 10.0) -> None:
+                 call_timeout: float = 120.0, ready_timeout: float = 10.0, adaptive: bool = False,
+                 on_abstain: str = "empty", usage_log: Any = None) -> None:
+        if on_abstain not in ("empty", "flag"):
+            raise GatewayError(f"on_abstain must be empty or flag, got {on_abstain!r}")
+        # adaptive: search_tools' k (the client's, else k) is the ceiling of adaptive k; on_abstain:
+        # when no tool fits, answer with no tools ("empty") or with the ranked ones, flagged ("flag")
+        self.adaptive, self.on_abstain = adaptive, on_abstain
+        self.usage_log = usage_log  # router.usage_log.UsageLog (opt-in: --usage-log), or None
+        self._searches: deque[tuple[str, frozenset[str]]] = deque(maxlen=64)  # recent (query, names offered)
         self.upstreams = {s.name: Upstream(s, self._on_listing, start_timeout=start_timeout,
                                            call_timeout=call_timeout) for s in specs}
         self.index = ToolIndex(self.upstreams, db_path=db_path, method=method, model=model, cache_dir=cache_dir)
@@ -229,17 +238,25 @@ class Gateway:
         down = self._down()
         router = self.router
         if router is not None:
-            kwargs: dict[str, Any] = {"k": k}
+            kwargs: dict[str, Any] = {"k": k, "adaptive": self.adaptive,
+                                      "abstain": "empty" if self.on_abstain == "empty" else "flag"}
             if self.method:
                 kwargs["method"] = self.method
             indexed_down = [n for n in down if n in router.namespaces()]
             if indexed_down:  # tools a previous run stored, or a server that is down now
                 kwargs["exclude_namespaces"] = indexed_down
             directory = self.index.directory
-            for sel in router.select(query, **kwargs):
+            selections = router.select(query, **kwargs)
+            for sel in selections:
                 # only what a call can reach: a tool removed or withheld since this index was built is not
                 if directory.get(sel.record.namespace, sel.record.name) is not None:
                     out["tools"].append(describe_selection(sel))
+            if selections.abstention is not None:
+                out["abstain"] = selections.abstention.to_dict()
+                if selections.abstained:
+                    out["note"] = ("no tool fits this query well" + (": none returned" if self.on_abstain == "empty"
+                                   else ": the tools listed are the least bad ones") + "; try other words")
+            self._searches.append((query, frozenset(t["name"] for t in out["tools"])))
         if router is None and (self.warnings or self.index.warnings):
             out["warnings"] = self.warnings + self.index.warnings
         if down:
@@ -299,6 +316,7 @@ class Gateway:
         verdict = check_calls([{"name": record.name, "arguments": arguments}], functions=[record])
         if not verdict.ok:
             return error_result(_verdict_message(qualified(record), verdict, []))
+        self._log_use(record, verdict.verdict)
         upstream = self.upstreams.get(record.namespace)
         if upstream is None:
             return error_result(f"tool {qualified(record)!r} comes from a static catalog; no server to call")
@@ -306,6 +324,20 @@ class Gateway:
             return await upstream.call(record.name, arguments)
         except UpstreamUnavailable as exc:
             return error_result(f"{exc}; the other servers are still available")
+
+    def _log_use(self, record: ApiRecord, verdict: str) -> None:
+        """A valid call to a tool a recent search offered: one usage-log line (opt-in)."""
+        if self.usage_log is None:
+            return
+        name = qualified(record)
+        for query, offered in reversed(self._searches):
+            if name in offered:
+                try:
+                    self.usage_log.record(source="gateway", query=query, offered=sorted(offered), called=name,
+                                          verdict=verdict, record_id=record.id, route="search_tools")
+                except OSError as exc:  # a full disk must not fail the call
+                    log.warning("usage log: %s", exc)
+                return
 
     def _functions(self) -> list[dict[str, Any]]:
         """Every callable tool, under the shortest name that reaches it."""
