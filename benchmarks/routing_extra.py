@@ -65,11 +65,16 @@ def overhead(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
 
 def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
     """The dev half of the StableToolBench queries written as a usage log by the proxy's writer
-    (router.usage_log.UsageLog, contents allowed: each gold tool a valid call), `tune` on what
-    `toolsift tune --from-log` reads from it, scored on the test half before and after."""
+    (router.usage_log.UsageLog, contents allowed: each gold tool a valid call), then
+    `toolsift tune --from-log` in its own process (as a user runs it; training in this process,
+    beside every benchmark router, once took 8 GB), scored on the test half before and after."""
+    import subprocess
+    import sys
+
+    from apidb import Catalog
     from router import Router
     from router.dense import default_cache_dir
-    from router.tune import TUNE_FILE, TuneConfig, tune
+    from router.tune import TUNE_FILE, TuneConfig
     from router.usage_log import UsageLog, examples
 
     from .routing_common import _metrics
@@ -88,6 +93,9 @@ def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
                            verdict="correct", record_id=g, route="routed")
         found = examples([log.path], records)
         size = log.path.stat().st_size
+        kept = Path(default_cache_dir()) / "usage-replay.jsonl"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_bytes(log.path.read_bytes())
     pairs = [(text, rid) for _, text, rel in found.queries for rid in sorted(rel)]
     out: dict[str, Any] = {"log_lines": found.lines, "log_bytes": size, "queries": len(found.queries),
                            "pairs": len(pairs), "scored": sum(len(v) for v in test.values()), "summary": found.summary()}
@@ -99,8 +107,20 @@ def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
     folder = default_cache_dir() / "tuned" / f"usage-{key}"
     if not (folder / TUNE_FILE).is_file():
         t = time.perf_counter()
-        tune(records, pairs, folder, base_model=model or "all-MiniLM-L6-v2", config=cfg)
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Path(tmp) / "stb.db"
+            with Catalog(db) as cat:
+                cat.sync(records)
+            cmd = [str(Path(sys.executable).parent / "toolsift"), "tune", "--db", str(db), "--from-log", str(kept),
+                   "--out", str(folder), "--holdout", "0", "--json", "--model", model or "all-MiniLM-L6-v2"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            if done.returncode != 0:
+                from .errors import BenchmarkError
+
+                raise BenchmarkError(f"toolsift tune --from-log failed: {done.stderr.strip()[-500:]}")
         out["tune_seconds"] = round(time.perf_counter() - t, 1)
+        out["tune_command"] = "toolsift tune --db <StableToolBench catalog> --from-log <log> --out <cache>/tuned/" \
+                              f"{folder.name} --holdout 0"
     else:
         out["tune_seconds"] = "reused"
     out["model"] = f"<cache>/tuned/{folder.name}"

@@ -61,17 +61,28 @@ def _quality(res: dict[str, Any]) -> list[str]:
 
 def _curve(res: dict[str, Any]) -> list[str]:
     c = res["curve"]
-    rows = [[f"fixed k={k}", _f(v["test"]["tools"], 2), _f(v["test"]["tokens"], 1), _f(v["test"]["all_gold"])]
+    import numpy as np
+
+    fx = sorted((v["test"]["tokens"], v["test"]["all_gold"]) for v in c["fixed"].values())
+    rows = [[f"fixed k={k}", _f(v["test"]["tools"], 2), _f(v["test"]["tokens"], 1), _f(v["test"]["all_gold"]), ""]
             for k, v in c["fixed"].items()]
     rows += [[f"adaptive ratio {x} (ceiling 10)", _f(v["test"]["tools"], 2), _f(v["test"]["tokens"], 1),
-              _f(v["test"]["all_gold"])] for x, v in c["adaptive"].items()]
+              _f(v["test"]["all_gold"]),
+              f"{v['test']['all_gold'] - float(np.interp(v['test']['tokens'], *zip(*fx))):+.3f}"]
+             for x, v in c["adaptive"].items()]
     return ["## Adaptive k (item 3): tokens sent vs all gold tools offered", "",
             "Every labelled file above, test half (the dev half chose). Tokens = cl100k tokens of the offered tool "
-            "schemas (router.tokens), mean per request. Rule for the default: the adaptive ratio with the highest "
-            "all-gold-offered among those whose mean tokens do not exceed fixed k=5's (the old default's cost), "
-            f"chosen on the dev half: {c['chosen']['dev']} (the test half would choose {c['chosen']['test']}). "
-            f"Shipped: {c['shipped']}.", "",
-            md_table(["setting", "tools sent", "tokens sent", "all gold offered"], rows), ""]
+            "schemas (router.tokens), mean per request. Rule for the default: the cheapest adaptive ratio (fewest "
+            "mean tokens) whose all-gold-offered is at least fixed k=5's (the old default's completeness), chosen "
+            f"on the dev half: {c['chosen']['dev']} (the test half would choose {c['chosen']['test']}). "
+            f"Shipped: {c['shipped']}."
+            + (f" A first rule (the most complete ratio costing no more tokens than fixed k=5) chose "
+               f"{c['first_rule_chose']['dev']}, a default less complete than the old one; it was replaced "
+               "on this same curve." if c.get("first_rule_chose") else "")
+            + " Last column: the adaptive point's all-gold-offered minus the fixed-k curve's at the same tokens "
+            "(linear between the fixed points): positive = more complete per token than a fixed k.", "",
+            md_table(["setting", "tools sent", "tokens sent", "all gold offered", "vs fixed k at equal tokens"],
+                     rows), ""]
 
 
 def _abstention(res: dict[str, Any]) -> list[str]:
@@ -132,8 +143,9 @@ def _usage(res: dict[str, Any]) -> list[str]:
         rows = [[label, _f(u[label]["ndcg@5"]), _f(u[label]["recall@5"]), _f(u[label]["all_gold@10"])]
                 for label in ("before", "after")]
         lines += [md_table(["encoder", "nDCG@5 (mean of 4 files)", "R@5", "all gold @10"], rows), "",
-                  f"Tuning: {u['tune_seconds']} s (model {u['model']}, `router.tune` defaults; fusion weights "
-                  "left at the defaults).", ""]
+                  f"Tuning: {u['tune_seconds']} s, `{u.get('tune_command', 'toolsift tune --from-log')}` in its own "
+                  f"process (model {u['model']}; tune's defaults, fusion weights left at the router's defaults)"
+                  + (f"; this section was added by `{u['command']}`" if u.get("command") else "") + ".", ""]
     else:
         lines += [u.get("note", ""), ""]
     return lines

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import RouterError
 
-DEFAULT_RATIO = 0.5   # RouterConfig.adaptive_ratio is what routing uses (chosen: docs/routing.md)
+DEFAULT_RATIO = 0.6   # RouterConfig.adaptive_ratio is what routing uses (chosen: docs/routing.md)
 DEFAULT_FLOOR = 1
 
 

@@ -71,7 +71,7 @@ class RouterConfig:
     abstain_below: float | None = 0.25
     # Adaptive k (router.adaptive_k): keep tools of strength >= ratio x the top one, at most the
     # ceiling (the caller's k when adaptive k is asked for with a k, else this).
-    adaptive_ratio: float = 0.5
+    adaptive_ratio: float = 0.6
     adaptive_ceiling: int = 10
 
 
