@@ -187,8 +187,8 @@ def routing_cmd(
     quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
     model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
-    only_usage_log: bool = typer.Option(False, "--only-usage-log", help="run only the usage-log section and add "
-                                        "it to OUT/results.json of an earlier run"),
+    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log: run only that section, into "
+                                       "OUT/results.json of an earlier run"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""
@@ -196,7 +196,9 @@ def routing_cmd(
     from .routing_report import summary
 
     target = _out(out, "routing", quick)
-    res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only_usage_log=only_usage_log)
+    if only not in (None, "speed", "usage-log"):
+        raise BenchmarkError(f"--only: speed or usage-log, not {only!r}")
+    res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only)
     typer.echo(summary(res))
     typer.echo(f"wrote {target / 'report.md'}")
 

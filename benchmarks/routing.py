@@ -230,7 +230,7 @@ def exact_names(model: str | None, quick: bool) -> dict[str, Any]:
 
 
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, model: str | None = None,
-        tune_log: bool = True, only_usage_log: bool = False) -> dict[str, Any]:
+        tune_log: bool = True, only: str | None = None) -> dict[str, Any]:
     import warnings
 
     from . import routing_extra as extra
@@ -250,13 +250,14 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         out.joinpath("results.json").write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
 
     sets = load(quick)
-    if only_usage_log:  # the last section alone, added to an earlier run's results
+    if only:  # one section alone (speed | usage-log), into an earlier run's results
         res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
         NEW["coverage"] = res["quality"]["shipped"]
         if res.get("curve", {}).get("rule") is None:  # written under the first rule: re-choose, same curve
             res["curve"].update(choose_ratio(res["curve"]), first_rule_chose=res["curve"]["chosen"])
-        res["usage_log"] = extra.log_replay(sets, model, quick)
-        res["usage_log"]["command"] = cmd + " --only-usage-log"
+        key = {"speed": "speed", "usage-log": "usage_log"}[only]
+        res[key] = extra.overhead(sets, model, quick) if only == "speed" else extra.log_replay(sets, model, quick)
+        res[key]["command"] = f"{cmd} --only {only}"
         save()
         write_report(res, out)
         return res

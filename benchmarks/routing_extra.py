@@ -60,7 +60,38 @@ def overhead(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
     for label in ("new_k5", "new"):
         out[f"{label}_added_mean_ms"] = round(out[label]["mean_ms"] - out["today"]["mean_ms"], 3)
         out[f"{label}_added_p50_ms"] = round(out[label]["p50_ms"] - out["today"]["p50_ms"], 3)
+    out["steps"] = _steps(new, today, queries)
     return out
+
+
+def _steps(new, today, queries: list[str], repeat: int = 5) -> dict[str, Any]:
+    """CPU time of the added steps alone (clause cutting, per-part BM25, coverage, exact names,
+    abstention evidence, the adaptive cut: router.shaping), on the inputs one request gives them,
+    beside today's whole `select` timed the same way, interleaved: a difference of two noisy whole
+    timings under load hides a millisecond, the steps' own time does not."""
+    from router.adaptive_k import AdaptiveK
+    from router.coverage import clause_spans
+    from router.shaping import part_signals, shape
+
+    steps, whole = [], []
+    for q in queries:
+        ranking, bm25_all, qvec, parts = new._rank(q, "hybrid", None, new.config.depth, False)
+        vectors = None if parts is None else parts.vectors
+        t = time.process_time()
+        for _ in range(repeat):
+            spans = clause_spans(q)
+            p = part_signals(new, q, spans, "hybrid", vectors) if spans else None
+            shape(new, q, ranking, p, None, "hybrid", 10, AdaptiveK(new.config.adaptive_ratio), qvec, bm25_all,
+                  new.config.abstain_below)
+        steps.append((time.process_time() - t) * 1000 / repeat)
+        t = time.process_time()
+        for _ in range(repeat):
+            today.select(q, k=5, adaptive=False)
+        whole.append((time.process_time() - t) * 1000 / repeat)
+    return {"steps_mean_ms": round(float(np.mean(steps)), 3), "steps_p95_ms": round(float(np.percentile(steps, 95)), 3),
+            "today_select_mean_ms": round(float(np.mean(whole)), 3),
+            "share_of_today": round(float(np.mean(steps) / np.mean(whole)), 4), "repeat": repeat,
+            "load": [round(x, 2) for x in os.getloadavg()]}
 
 
 def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:

@@ -127,7 +127,13 @@ def _speed(res: dict[str, Any]) -> list[str]:
             f"{s['new_k5']['p50_ms']} ms, **{s['new_k5_added_mean_ms']:+} ms mean, {s['new_k5_added_p50_ms']:+} ms "
             f"p50**; the new defaults (adaptive k up to 10 as well): mean {s['new']['mean_ms']} ms / p50 "
             f"{s['new']['p50_ms']} ms ({s['new_added_mean_ms']:+} ms mean: each extra tool sent is also explained). "
-            f"Load average {s['load']}.", ""]
+            + (f"The added steps alone (clause cutting, per-part BM25, coverage, exact names, abstention, the "
+               f"adaptive cut; router.shaping), timed on the inputs of each request, {s['steps']['repeat']} times "
+               f"each: **{s['steps']['steps_mean_ms']} ms mean** (p95 {s['steps']['steps_p95_ms']} ms), "
+               f"{100 * s['steps']['share_of_today']:.1f} % of today's whole select timed the same way "
+               f"({s['steps']['today_select_mean_ms']} ms; load {s['steps']['load']}). " if s.get("steps") else "")
+            + (f"(Section written by `{s['command']}`.) " if s.get("command") else "") +
+            f"Load average {s['load']}: whole-select differences under such load are noise-level.", ""]
 
 
 def _usage(res: dict[str, Any]) -> list[str]:
