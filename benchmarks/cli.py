@@ -189,6 +189,7 @@ def routing_cmd(
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
     only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log: run only that section, into "
                                        "OUT/results.json of an earlier run"),
+    render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""
@@ -196,6 +197,20 @@ def routing_cmd(
     from .routing_report import summary
 
     target = _out(out, "routing", quick)
+    if render:
+        import json
+
+        from .routing import choose_ratio
+        from .routing_report import write_report
+
+        path = _out(out, "routing", quick) / "results.json"
+        res = json.loads(path.read_text(encoding="utf-8"))
+        if res.get("curve", {}).get("rule") is None:  # written under the first rule: re-choose, same curve
+            res["curve"].update(choose_ratio(res["curve"]), first_rule_chose=res["curve"]["chosen"])
+            path.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
+        write_report(res, path.parent)
+        typer.echo(f"wrote {path.parent / 'report.md'}")
+        return
     if only not in (None, "speed", "usage-log"):
         raise BenchmarkError(f"--only: speed or usage-log, not {only!r}")
     res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only)

@@ -160,8 +160,10 @@ def _usage(res: dict[str, Any]) -> list[str]:
 def write_report(res: dict[str, Any], out: Path) -> None:
     la = res["load_average"]
     lines = ["# Routing: complete sets, adaptive k, abstention, exact names, learning from use", "",
-             f"Command: `{res['command']}` ({res.get('wall_seconds', '?')} s; load average at start {la['start']}, "
-             f"at end {la.get('end')}). Encoder: {res['model']}.", ""]
+             f"Command: `{res['command']}` (" + (f"{res['wall_seconds']} s; " if res.get("wall_seconds") else
+                                                  "stopped before its last section: the sections below are the "
+                                                  "ones it wrote, plus any written by `--only`; ")
+             + f"load average at start {la['start']}, at end {la.get('end')}). Encoder: {res['model']}.", ""]
     for part in (_quality, _curve, _abstention, _names, _speed, _usage):
         lines += part(res)
     lines += ["Versions: " + json.dumps(res["versions"]), ""]
