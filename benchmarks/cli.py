@@ -233,6 +233,43 @@ def _bfcl_cmd(
     typer.echo(f"wrote {target / 'report.md'}: {SUMMARIES['bfcl'](res)}")
 
 
+@bench_app.command("routing")
+def routing_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/routing)"),
+    quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
+    model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
+    no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
+    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log: run only that section, into "
+                                       "OUT/results.json of an earlier run"),
+    render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
+) -> None:
+    """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
+    today's router and rank-bm25 (settings cross-fitted)."""
+    from . import routing
+    from .routing_report import summary
+
+    target = _out(out, "routing", quick)
+    if render:
+        import json
+
+        from .routing import choose_ratio
+        from .routing_report import write_report
+
+        path = _out(out, "routing", quick) / "results.json"
+        res = json.loads(path.read_text(encoding="utf-8"))
+        if res.get("curve", {}).get("rule") is None:  # written under the first rule: re-choose, same curve
+            res["curve"].update(choose_ratio(res["curve"]), first_rule_chose=res["curve"]["chosen"])
+            path.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
+        write_report(res, path.parent)
+        typer.echo(f"wrote {path.parent / 'report.md'}")
+        return
+    if only not in (None, "speed", "usage-log"):
+        raise BenchmarkError(f"--only: speed or usage-log, not {only!r}")
+    res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only)
+    typer.echo(summary(res))
+    typer.echo(f"wrote {target / 'report.md'}")
+
+
 # name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
 DELEGATED = {
     "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
@@ -240,6 +277,7 @@ DELEGATED = {
     "router": ("benchmarks.router_targets", "Router quality and speed targets"),
     "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.proxy_overhead", "Middleware/proxy overhead per request"),
+    "routing": ("benchmarks.routing", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.

@@ -60,7 +60,19 @@ class RouterConfig:
     # scan of the catalog); 0 = union of each vector's own top list (one scan per vector,
     # ~1 ms each at 20k tools). Same figures on every benchmark set for 0 and 400.
     sentence_pool: int = 400
-
+    # What `toolsift bench routing` measures and chose (docs/routing.md); router.shaping applies them.
+    # Multi-part requests (router.coverage): xQuAD weight of the parts, 0 = off; the top
+    # ``coverage_pool`` of the fused ranking are re-ordered.
+    coverage: float = 0.3
+    coverage_pool: int = 30
+    exact_names: bool = True             # a tool the query names goes first (router.exact_names)
+    # Abstain when the best raw cosine of the request (or a part) with a top tool is below this
+    # (router.abstain); None = never.
+    abstain_below: float | None = 0.25
+    # Adaptive k (router.adaptive_k): keep tools of strength >= ratio x the top one, at most the
+    # ceiling (the caller's k when adaptive k is asked for with a k, else this).
+    adaptive_ratio: float = 0.6
+    adaptive_ceiling: int = 10
 
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:

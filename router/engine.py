@@ -19,15 +19,19 @@ from apidb.record import ApiRecord
 
 from . import explain
 from . import text as rtext
+from .adaptive_k import AdaptiveK
 from .budget import admit
 from .config import METHODS, RouterConfig, config_for_model
+from .coverage import clause_spans
 from .dense import (DEFAULT_MODEL, DenseIndex, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
                     intra_op_threads, resolve_encoder)
 from .errors import RouterError
+from .exact_names import NameTable
 from .fusion import Ranking, fuse, interleave, rrf
 from .lexical import LexicalIndex
 from .query import normalize_query, sentence_spans, split_query
 from .selection import Selection, SelectionList
+from .shaping import Parts, part_signals, shape
 from .vector_store import vector_cache
 from .tokens import tool_tokens
 
@@ -80,6 +84,7 @@ class Router:
         self._index_cache: Path | None = None  # <catalog>.index/cache for a router opened on a catalog
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
+        self._names: NameTable | None = None
 
     # ---- construction ----------------------------------------------------------------
     @classmethod
@@ -172,13 +177,27 @@ class Router:
         return encode_with_spans(self.embedder.model, query, spans)
 
     # ---- selection -------------------------------------------------------------------
-    def select(self, query_or_messages: Any, k: int = 5, *, method: str = "hybrid",
+    def name_table(self) -> NameTable:
+        """The records' names for exact-name matching (built on first use)."""
+        if self._names is None:
+            self._names = NameTable(self.records)
+        return self._names
+
+    def select(self, query_or_messages: Any, k: int | None = None, *, method: str = "hybrid",
                min_score: float | None = None, pinned: Collection[str] = (),
                include_namespaces: Collection[str] | None = None,
                exclude_namespaces: Collection[str] | None = None, token_budget: int | None = None,
                candidates: Collection[str] | None = None, split: bool | None = None,
-               relative_cut: float | None = None) -> SelectionList:
+               relative_cut: float | None = None, adaptive: bool | AdaptiveK | None = None,
+               abstain: str = "flag") -> SelectionList:
         """The top-``k`` tools for a query string or an OpenAI-style messages list.
+
+        ``k`` given: exactly the top ``k`` (a fixed k). ``k`` omitted: adaptive k (router.adaptive_k)
+        up to ``config.adaptive_ceiling`` tools; ``adaptive=True`` (or an `AdaptiveK`) with a ``k``
+        makes ``k`` the ceiling; ``adaptive=False`` without ``k`` is the old fixed k of 5.
+        A tool the query names goes first (reason "named"); a multi-part request gets the best
+        tool of each part (router.coverage). When no tool fits (router.abstain) the result's
+        ``.abstention`` says so; ``abstain="empty"`` then returns no ranked tools (pinned ones stay).
 
         Filters (namespaces, ``candidates``) apply before ranking. ``pinned`` tools (ids or
         names) always come first and do not count against ``k``. ``min_score`` compares with
@@ -187,8 +206,16 @@ class Router:
         replaces it only if it scores at least ``relative_cut`` (default 0.5) x the top score
         (router.budget); the result's ``.budget`` says what was spent and dropped.
         """
+        if adaptive is None:
+            adaptive = k is None
+        if k is None:
+            k = self.config.adaptive_ceiling if adaptive else 5
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise RouterError(f"k must be a positive integer, got {k!r}")
+        if abstain not in ("flag", "empty"):
+            raise RouterError(f"abstain must be 'flag' or 'empty', got {abstain!r}")
+        cut = None if adaptive is False else adaptive if isinstance(adaptive, AdaptiveK) else \
+            AdaptiveK(self.config.adaptive_ratio)
         if method not in METHODS:
             raise RouterError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
         if token_budget is not None and token_budget <= 0:
@@ -203,8 +230,15 @@ class Router:
         # The query encode and the faiss search run on one torch/OpenMP thread in this thread
         # (p50 35 → 27 ms under load; see intra_op_threads); builds above keep the default.
         with intra_op_threads(1) if method != "bm25" else contextlib.nullcontext():
-            ranking, bm25_all, qvec = self._rank(query, method, allowed, depth, split)
-        return self._assemble(query, ranking, bm25_all, qvec, k, pins, min_score, token_budget, relative_cut)
+            ranking, bm25_all, qvec, parts = self._rank(query, method, allowed, depth, split)
+        shaped = shape(self, query, ranking, parts, allowed, method, k, cut, qvec, bm25_all,
+                       self.config.abstain_below)
+        abstained = shaped.abstention is not None and shaped.abstention.abstained
+        out = self._assemble(query, shaped.ranking, bm25_all, qvec, 0 if abstained and abstain == "empty"
+                             else shaped.k, pins, min_score, token_budget, relative_cut, set(shaped.named))
+        out.abstention, out.parts = shaped.abstention, shaped.parts
+        out.adaptive_k = shaped.k if cut is not None else None
+        return out
 
     def _resolve_pinned(self, pinned: Collection[str]) -> list[int]:
         if isinstance(pinned, str):
@@ -281,18 +315,23 @@ class Router:
         return Ranking(r.docs[order], scores[order])
 
     def _rank(self, query: str, method: str, allowed: np.ndarray | None, depth: int,
-              split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None]:
+              split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None, Parts | None]:
         parts = split_query(query) if split else [query]
+        clauses = clause_spans(query) if self.config.coverage > 0 else []
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
-        qvecs = svecs = None
+        qvecs = svecs = cvecs = None
         if method != "bm25":
             spans = sentence_spans(query, self.config.max_sentences) \
                 if method == "hybrid" and self.config.sentence_max else []
-            if spans:
-                vecs = self.encode_query_sentences(query, spans, self.config.sentence_vectors)
-                svecs = vecs[1:]
+            # one encoder pass pools the sentences and the clauses (router.coverage) alike
+            pooled = sorted(set(spans) | set(clauses))
+            if pooled:
+                vecs = self.encode_query_sentences(query, pooled, self.config.sentence_vectors)
+                rows = dict(zip(pooled, vecs[1:]))  # spans past the encoder's length limit get no row
+                svecs = np.array([rows[s] for s in spans if s in rows]).reshape(-1, vecs.shape[1])
+                cvecs = np.array([rows[s] for s in clauses if s in rows]).reshape(-1, vecs.shape[1])
                 qvecs = vecs[:1] if len(texts) == 1 else np.vstack([vecs[:1], self.encode_queries(texts[1:])])
             else:
                 qvecs = self.encode_queries(texts)
@@ -306,7 +345,8 @@ class Router:
             ranking = interleave(rankings[1:] + rankings[:1])
         else:
             ranking = rrf(rankings, self.config.rrf_k)
-        return ranking, bm25s_[0], None if qvecs is None else qvecs[0]
+        part_info = part_signals(self, query, clauses, method, cvecs) if clauses else None
+        return ranking, bm25s_[0], None if qvecs is None else qvecs[0], part_info
 
     def _tokens_of(self, rec: ApiRecord) -> int:
         if rec.id not in self._tool_tokens:
@@ -315,11 +355,12 @@ class Router:
 
     def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
                   k: int, pins: list[int], min_score: float | None, budget: int | None,
-                  relative_cut: float | None = None) -> SelectionList:
+                  relative_cut: float | None = None, named: set[int] = frozenset()) -> SelectionList:
         # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
         fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
         chosen, report = admit(ranking.docs.tolist(), fused, k, pins, min_score, budget,
                                lambda d: self._tokens_of(self.records[d]), lambda d: self.records[d], relative_cut)
+        chosen = [(d, "named" if d in named and why == "ranked" else why) for d, why in chosen]
         return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None), report)
 
     def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],

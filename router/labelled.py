@@ -22,6 +22,7 @@ from apidb.record import ApiRecord
 
 from .errors import RouterError
 from .query import build_query
+from .usage_log import LogExamples, examples
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,8 @@ class LabelledSet:
     path: Path
 
 
-def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
-    """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field."""
-    db, qpath = catalog_location(db), Path(queries)
-    if not is_server_url(db) and not db.is_file():
+def _catalog_records(db: Path) -> list[ApiRecord]:
+    if not db.is_file():
         raise RouterError(f"{db}: no such catalog (build one with `toolsift catalog add ... --db {db}`)")
     try:
         with Catalog(db) as cat:
@@ -54,6 +53,24 @@ def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
         raise RouterError(str(exc)) from None
     if not records:
         raise RouterError(f"{db}: the catalog is empty")
+    return records
+
+
+def load_usage_log(db: str | Path, logs: list[Path]) -> tuple[LabelledSet, LogExamples]:
+    """The labelled queries a usage log teaches (router.usage_log), against catalog ``db``."""
+    db = Path(db)
+    records = _catalog_records(db)
+    found = examples(logs, records)
+    queries = [LabelledQuery(qid, text, frozenset(rel), n) for n, (qid, text, rel) in enumerate(found.queries, 1)]
+    if not queries:
+        raise RouterError(f"{logs[0]}: nothing to train on ({found.summary()})")
+    return LabelledSet(records, queries, db, Path(logs[0])), found
+
+
+def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
+    """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field."""
+    db, qpath = Path(db), Path(queries)
+    records = _catalog_records(db)
     resolve = _resolver(records)
     try:
         out = [_query(qpath, n, row, resolve) for n, row in parse_lines(read_utf8(qpath, "the queries file"))]

@@ -47,8 +47,18 @@ class Selection:
 class SelectionList(list):
     """The list `Router.select` returns: the selections, plus ``budget`` (a
     `router.budget.BudgetReport`: tokens used, what was dropped and why) when a token budget
-    was given, else None."""
+    was given, else None; ``abstention`` (a `router.abstain.Abstention`, None when not measured:
+    BM25 only, or a named tool) — ``abstained`` is True when no tool fits —; ``adaptive_k``, the
+    number of ranked tools adaptive k let through (None for a fixed k); ``parts``, how many parts
+    the request was read as (router.coverage)."""
 
     def __init__(self, items=(), budget: Any = None) -> None:
         super().__init__(items)
         self.budget = budget
+        self.abstention: Any = None
+        self.adaptive_k: int | None = None
+        self.parts = 1
+
+    @property
+    def abstained(self) -> bool:
+        return self.abstention is not None and self.abstention.abstained

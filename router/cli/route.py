@@ -93,7 +93,12 @@ def _budget_warning(label: str, selections, k: int) -> None:
 def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
                                                 help="The request to route (or use --queries / --messages)."),
           db: Db = None,
-          k: int = typer.Option(5, "-k", "--k", help="How many tools to select."),
+          k: Optional[int] = typer.Option(None, "-k", "--k", show_default=False,
+                                          help="How many tools to select (a fixed k). Without it: adaptive k, "
+                                               "up to 10 tools chosen from the scores (docs/routing.md)."),
+          adaptive: bool = typer.Option(False, "--adaptive", help="Adaptive k with -k N as its ceiling."),
+          abstain: str = typer.Option("flag", "--abstain", help="When no tool fits: flag (say so, keep the "
+                                                                 "ranked tools) or empty (select none)."),
           method: str = typer.Option("hybrid", "--method", help="hybrid | bm25 | dense."),
           as_json: Json = False,
           queries: Optional[str] = typer.Option(None, "--queries", metavar="FILE|-",
@@ -120,8 +125,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     if len(given) != 1:
         raise RouterError("give one of a QUERY argument, --queries FILE.jsonl or --messages FILE.json"
                           + (f" (not {' and '.join(given)})" if given else ""))
-    if k <= 0:
+    if k is not None and k <= 0:
         raise RouterError(f"-k must be a positive integer, got {k}")
+    if abstain not in ("flag", "empty"):
+        raise RouterError(f"--abstain must be flag or empty, not {abstain!r}")
     items = read_queries(queries) if queries is not None else \
         [(None, read_messages(messages))] if messages is not None else [(None, query)]
     from router.engine import Router
@@ -130,7 +137,7 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     router = Router.open(catalog_path(db), model=model, index_dir=index_dir, dense=method != "bm25")
     for w in router.warnings:
         warn(w)
-    opts = dict(k=k, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
+    opts = dict(k=k, adaptive=True if adaptive else None, abstain=abstain, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
                 exclude_namespaces=exclude_namespace or None, token_budget=token_budget, relative_cut=relative_cut)
     tokens = show_tokens or token_budget is not None
     as_json = wants_json(as_json)
@@ -138,10 +145,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
         for qid, q in items:  # one bad query must not lose the others' answers
             try:
                 selections = router.select(q, **opts)
-                line = {"id": qid, "tools": _tools(selections, tokens)}
+                line = {"id": qid, "tools": _tools(selections, tokens), **_routing_info(selections)}
                 if selections.budget is not None:
                     line["budget"] = selections.budget.to_dict()
-                _budget_warning(f"query {qid}: ", selections, k)
+                _budget_warning(f"query {qid}: ", selections, k or len(selections))
             except RouterError as exc:
                 say(f"error: query {qid}: {exc}", err=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
@@ -154,16 +161,24 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
         return
     q = items[0][1]
     selections = router.select(q, **opts)
-    _budget_warning("", selections, k)
+    _budget_warning("", selections, k or len(selections))
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
         out = {"query": _query_text(q), "method": used, "tools": _tools(selections, tokens),
-               "warnings": router.warnings}
+               "warnings": router.warnings, **_routing_info(selections)}
         if selections.budget is not None:
             out["budget"] = selections.budget.to_dict()
         print_json(out)
         return
     _print_table(_query_text(q), selections, tokens)
+
+
+def _routing_info(selections) -> dict[str, Any]:
+    """What routing decided beside the tools: the abstention (``abstain``: abstained, evidence,
+    threshold; null when not measured), adaptive k's cut (null for a fixed k) and the parts read."""
+    a = getattr(selections, "abstention", None)
+    return {"abstain": None if a is None else a.to_dict(), "adaptive_k": getattr(selections, "adaptive_k", None),
+            "parts": getattr(selections, "parts", 1)}
 
 
 def _query_text(q: Any) -> str:
@@ -214,7 +229,11 @@ def _print_table(query: str, selections, tokens: bool = False, label: str = "") 
             terms = _terms(s)
             if terms:
                 say(textwrap.fill(f"    matched: {terms}", width=max(40, terminal_width()), subsequent_indent="      "))
-    if not selections:
+    a = getattr(selections, "abstention", None)
+    if a is not None and a.abstained:
+        say(f"no tool fits this request (abstained: best evidence {a.evidence:.3f} is below {a.threshold:.3f})"
+            + ("; the ranked tools above are the least bad ones" if selections else ""))
+    elif not selections:
         say("no tool matched")
     report = getattr(selections, "budget", None)
     if report is not None:

@@ -22,6 +22,14 @@ def serve_mcp(
     method: Optional[str] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
                                          "(default: the router's default)."),
     k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
+    adaptive_k: bool = typer.Option(False, "--adaptive-k", help="search_tools picks how many tools from the "
+                                    "scores, up to the client's k (else --k) (docs/routing.md)."),
+    on_abstain: str = typer.Option("empty", "--on-abstain", help="When no tool fits a search: empty (answer no "
+                                   "tools, flagged) or flag (the ranked tools, flagged)."),
+    usage_log: Optional[Path] = typer.Option(None, "--usage-log", help="Record each valid call to a searched tool "
+                                             "with its query's hash, for `toolsift tune --from-log` (off by default)."),
+    usage_log_content: bool = typer.Option(False, "--usage-log-content", help="With --usage-log: also record the "
+                                           "search query text (needed to train on the log)."),
     start_timeout: float = typer.Option(30.0, "--start-timeout", help="Seconds an upstream may take to start."),
     ready_timeout: float = typer.Option(10.0, "--ready-timeout", help="Seconds the gateway waits for its upstreams "
                                         "before it serves those that answered; a later one joins when it answers."),
@@ -66,8 +74,16 @@ def serve_mcp(
     sock = listen_socket(host, port) if transport == "http" else None
     # Logs go to stderr: on the stdio transport stdout carries the protocol.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
+    log = None
+    if usage_log is not None:
+        from router.usage_log import UsageLog
+
+        log = UsageLog(usage_log, content=usage_log_content)
+    elif usage_log_content:
+        raise GatewayError("--usage-log-content needs --usage-log FILE")
     gateway = Gateway(specs, db_path=db, pinned=pin, method=method, k=k, start_timeout=start_timeout,
-                      ready_timeout=ready_timeout, model=model, tenants=tenant_table)
+                      ready_timeout=ready_timeout, model=model, tenants=tenant_table, adaptive=adaptive_k,
+                      on_abstain=on_abstain, usage_log=log)
     if sock is None:
         anyio.run(serve_stdio, gateway)
     else:

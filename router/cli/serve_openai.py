@@ -54,13 +54,23 @@ def _options(upstream_default: Optional[str]):
         inject_catalog: bool = typer.Option(False, "--inject-catalog",
                                             help="Add the top-k catalog tools to requests that bring none "
                                                  "(off: a request's tools are only ever cut, never added)."),
+        adaptive_k: bool = typer.Option(False, "--adaptive-k", help="Choose how many tools to keep from the scores, "
+                                        "up to -k (docs/routing.md)."),
+        on_abstain: str = typer.Option("flag", "--on-abstain", help="When no tool fits: flag (x-toolsift-abstain "
+                                       "header, tools kept) or strip (send only the tools that must be kept)."),
+        usage_log: Optional[Path] = typer.Option(None, "--usage-log", help="Record each valid call to an offered "
+                                                 "tool, with the routing query's hash, for `toolsift tune "
+                                                 "--from-log` (off by default)."),
+        usage_log_content: bool = typer.Option(False, "--usage-log-content", help="With --usage-log: also record "
+                                               "the routing query text (needed to train on the log)."),
         model: Model = None,
         _config: Optional[Path] = config_option("anthropic" if upstream_default else "openai"),
     ) -> None:
         run(upstream=upstream, db=db, host=host, port=port, k=k, on_hallucination=on_hallucination,
             max_repairs=max_repairs, pinned=pinned, token_budget=token_budget, method=method, api_key=api_key,
             log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, max_request_tools=max_request_tools,
-            inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default), tenants=tenants)
+            inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default), tenants=tenants,
+            adaptive_k=adaptive_k, on_abstain=on_abstain, usage_log=usage_log, usage_log_content=usage_log_content)
 
     return command
 
@@ -68,7 +78,8 @@ def _options(upstream_default: Optional[str]):
 def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: str, max_repairs: int,
         pinned: list[str], token_budget: Optional[int], method: str, api_key: Optional[str], log_content: bool,
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
-        anthropic: bool, tenants: Optional[Path] = None) -> None:
+        anthropic: bool, tenants: Optional[Path] = None, adaptive_k: bool = False, on_abstain: str = "flag",
+        usage_log: Optional[Path] = None, usage_log_content: bool = False) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
@@ -86,6 +97,17 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         raise CliError(f"--max-request-tools must be at least 1, got {max_request_tools}")
     if method not in ("hybrid", "bm25", "dense"):
         raise CliError(f"--method must be hybrid, bm25 or dense, got {method!r}")
+    from router.middleware.request import ON_ABSTAIN
+
+    if on_abstain not in ON_ABSTAIN:
+        raise CliError(f"--on-abstain must be flag or strip, got {on_abstain!r}")
+    if usage_log_content and usage_log is None:
+        raise CliError("--usage-log-content needs --usage-log FILE")
+    log = None
+    if usage_log is not None:
+        from router.usage_log import UsageLog
+
+        log = UsageLog(usage_log, content=usage_log_content)  # an unwritable path is one line now
     if db is None and catalog_exists(default_db_path()):
         db = default_db_path()
     db = catalog_location(db) if db is not None else None
@@ -120,11 +142,12 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
             _warn_missing_namespaces(tenant_table, router.namespaces())
         _warm_up(router, method, model)
         return RequestRouter(router, k=k, pinned=tuple(pinned), token_budget=token_budget, method=method,
-                             model=model, inject=inject_catalog, max_request_tools=max_request_tools)
+                             model=model, inject=inject_catalog, max_request_tools=max_request_tools,
+                             adaptive=adaptive_k, on_abstain=on_abstain)
 
     app = create_app(upstream, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                      log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, loader=load,
-                     tenants=tenant_table)
+                     tenants=tenant_table, usage_log=log)
     proxy = app.state.proxy
     client = (f"ANTHROPIC_BASE_URL={address}" if anthropic else f"OPENAI_BASE_URL={address}/v1")
     door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""

@@ -1,6 +1,7 @@
 """`toolsift tune`: fine-tune the dense encoder on a catalog and labelled queries.
 
     toolsift tune --db CATALOG --queries LABELLED.jsonl --out DIR [--holdout 0.2] [--epochs 2]
+    toolsift tune --db CATALOG --from-log usage.jsonl --out DIR   # what the proxy / gateway logged
     toolsift index --db CATALOG --model DIR        # then route with the tuned model
     toolsift route "..." --db CATALOG --model DIR
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -24,7 +26,9 @@ out_console = Console()
 
 
 def tune(db: Db = None,
-         queries: Path = typer.Option(..., "--queries", help="JSONL: {id, query|messages, relevant} per line."),
+         queries: Optional[Path] = typer.Option(None, "--queries", help="JSONL: {id, query|messages, relevant} per line."),
+         from_log: Optional[list[Path]] = typer.Option(None, "--from-log", help="Train on a usage log written by "
+                                                       "`serve ... --usage-log` (repeatable; docs/routing.md)."),
          out: Path = typer.Option(..., "--out", help="Folder for the tuned model (replaced only when done)."),
          model: str = typer.Option("all-MiniLM-L6-v2", "--model", help="Base model: the bundled id or a local folder."),
          holdout: float = typer.Option(0.2, "--holdout", help="Share of queries kept out of training, to choose the "
@@ -49,7 +53,15 @@ def tune(db: Db = None,
     from router.tune import tune as run_tune
 
     check_destination(out)
-    data = load_labelled(catalog_path(db), queries)
+    if (queries is None) == (not from_log):
+        raise RouterError("give --queries FILE or --from-log LOG (one of them)")
+    if from_log:
+        from router.labelled import load_usage_log
+
+        data, found = load_usage_log(catalog_path(db), from_log)
+        err.print(found.summary(), highlight=False)
+    else:
+        data = load_labelled(catalog_path(db), queries)
     held = split_holdout([q.id for q in data.queries], holdout)
     train = [(q.text, rid) for q in data.queries if q.id not in held for rid in sorted(q.relevant)]
     test = [(q.text, set(q.relevant)) for q in data.queries if q.id in held]

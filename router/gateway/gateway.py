@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,16 @@ class Gateway:
     def __init__(self, specs: Iterable[UpstreamSpec] = (), *, db_path: str | Path | None = None,
                  pinned: Sequence[str] = (), method: str | None = None, k: int = 5, model: str | None = None,
                  cache_dir: str | Path | None = None, start_timeout: float = 30.0,
-                 call_timeout: float = 120.0, ready_timeout: float = 10.0, tenants: Any = None) -> None:
+                 call_timeout: float = 120.0, ready_timeout: float = 10.0, adaptive: bool = False,
+                 on_abstain: str = "empty", usage_log: Any = None, tenants: Any = None) -> None:
+        if on_abstain not in ("empty", "flag"):
+            raise GatewayError(f"on_abstain must be empty or flag, got {on_abstain!r}")
+        # adaptive: search_tools' k (the client's, else k) is the ceiling of adaptive k; on_abstain:
+        # when no tool fits, answer with no tools ("empty") or with the ranked ones, flagged ("flag")
+        self.adaptive, self.on_abstain = adaptive, on_abstain
+        self.usage_log = usage_log  # router.usage_log.UsageLog (opt-in: --usage-log), or None
+        # recent (tenant, query, names offered): a call is logged against its own tenant's search only
+        self._searches: deque[tuple[str, str, frozenset[str]]] = deque(maxlen=64)
         self.upstreams = {s.name: Upstream(s, self._on_listing, start_timeout=start_timeout,
                                            call_timeout=call_timeout) for s in specs}
         self.index = ToolIndex(self.upstreams, db_path=db_path, method=method, model=model, cache_dir=cache_dir)
@@ -252,17 +262,25 @@ class Gateway:
         down = self._down(tenant)
         router = self.views.router(self.router, tenant)  # a tenant's servers only, before ranking
         if router is not None:
-            kwargs: dict[str, Any] = {"k": k}
+            kwargs: dict[str, Any] = {"k": k, "adaptive": self.adaptive,
+                                      "abstain": "empty" if self.on_abstain == "empty" else "flag"}
             if self.method:
                 kwargs["method"] = self.method
             indexed_down = [n for n in down if n in router.namespaces()]
             if indexed_down:  # tools a previous run stored, or a server that is down now
                 kwargs["exclude_namespaces"] = indexed_down
             directory = self.views.directory(self.index.directory, tenant)
-            for sel in router.select(query, **kwargs):
+            selections = router.select(query, **kwargs)
+            for sel in selections:
                 # only what a call can reach: a tool removed or withheld since this index was built is not
                 if directory.get(sel.record.namespace, sel.record.name) is not None:
                     out["tools"].append(describe_selection(sel))
+            if selections.abstention is not None:
+                out["abstain"] = selections.abstention.to_dict()
+                if selections.abstained:
+                    out["note"] = ("no tool fits this query well" + (": none returned" if self.on_abstain == "empty"
+                                   else ": the tools listed are the least bad ones") + "; try other words")
+            self._searches.append((_tenant_name(tenant), query, frozenset(t["name"] for t in out["tools"])))
         if router is None and tenant is None and (self.warnings or self.index.warnings):
             out["warnings"] = self.warnings + self.index.warnings  # the operator's: they name any server
         if down:
@@ -323,6 +341,7 @@ class Gateway:
         verdict = check_calls([{"name": record.name, "arguments": arguments}], functions=[record])
         if not verdict.ok:
             return error_result(_verdict_message(qualified(record), verdict, []))
+        self._log_use(record, verdict.verdict, tenant)
         upstream = self.upstreams.get(record.namespace)
         if upstream is None:
             return error_result(f"tool {qualified(record)!r} comes from a static catalog; no server to call")
@@ -330,6 +349,21 @@ class Gateway:
             return await upstream.call(record.name, arguments)
         except UpstreamUnavailable as exc:
             return error_result(f"{exc}; the other servers are still available")
+
+    def _log_use(self, record: ApiRecord, verdict: str, tenant: Any = None) -> None:
+        """A valid call to a tool a recent search offered: one usage-log line (opt-in)."""
+        if self.usage_log is None:
+            return
+        name = qualified(record)
+        who = _tenant_name(tenant)
+        for searcher, query, offered in reversed(self._searches):
+            if searcher == who and name in offered:
+                try:
+                    self.usage_log.record(source="gateway", query=query, offered=sorted(offered), called=name,
+                                          verdict=verdict, record_id=record.id, route="search_tools")
+                except OSError as exc:  # a full disk must not fail the call
+                    log.warning("usage log: %s", exc)
+                return
 
     def _functions(self, tenant: Any = None) -> list[dict[str, Any]]:
         """Every tool ``tenant`` may call, under the shortest name that reaches it."""
@@ -402,6 +436,10 @@ class Gateway:
                 "pinned": [qualified(r) for r in self.pinned], "encoder": self.encoder,
                 "last_encoded": self.index.encoded,
                 "warnings": self.warnings + self.index.warnings + self._pin_warnings}
+
+
+def _tenant_name(tenant: Any) -> str:
+    return getattr(tenant, "name", "") if tenant is not None else ""
 
 
 def _verdict_message(name: str, verdict: Any, nearest: list[str], detail: str | None = None) -> str:

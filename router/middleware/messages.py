@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from .checks import Api, CallCheck, repair_turn
-from .request import RoutedRequest, as_dict
+from .request import RoutedRequest, as_dict, without_tools
 
 
 def _is_custom(tool: Any) -> bool:
@@ -126,7 +126,8 @@ class MessagesApi(Api):
         if not isinstance(tools, list) or not tools:
             return body
         names = {t["function"]["name"] for t in routed.offered}
-        return dict(body, tools=[t for t in tools if not _is_custom(t) or t.get("name") in names])
+        kept = [t for t in tools if not _is_custom(t) or t.get("name") in names]
+        return dict(body, tools=kept) if kept else without_tools(body)  # empty: stripped by abstention
 
     def calls(self, response: Any) -> list[tuple[int, list[dict]]]:
         content = (as_dict(response) or {}).get("content") or []

@@ -48,6 +48,7 @@ from .responses import RESPONSES, ResponsesMemory
 from .server import warm_up_request_path
 from .tenants import KEY_HELP, NAMESPACES_HEADER, Gate, NamespaceRefused
 from .upstream import Upstream, request_headers, response_headers
+from .usage import record_exchange
 
 log = logging.getLogger("toolsift.proxy")
 _PATHS = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}
@@ -63,7 +64,8 @@ class Proxy(StreamRelay):
     def __init__(self, upstream: str, rr: Optional[RequestRouter] = None, *, on_hallucination: str = "annotate",
                  max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False,
                  timeout: float = 60.0, max_body_bytes: int = 64 * 2**20,
-                 loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5, tenants: Any = None) -> None:
+                 loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5, tenants: Any = None,
+                 usage_log: Any = None) -> None:
         check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
         self.up = Upstream(upstream)
         self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
@@ -71,6 +73,7 @@ class Proxy(StreamRelay):
         self.api_key, self.log_content, self.timeout = api_key, log_content, timeout
         self.gate = Gate(api_key, tenants)  # one key, a tenants file (router.tenants), or an open door
         self.max_body_bytes = max_body_bytes
+        self.usage_log = usage_log  # router.usage_log.UsageLog (opt-in: --usage-log), or None
         self.metrics = Metrics()
         self.memory = ResponsesMemory()
         self._rr, self._loader = rr, loader
@@ -151,6 +154,11 @@ class Proxy(StreamRelay):
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
                        route=routed.status, selected=[s["name"] for s in routed.selected][:32])
+        if self.usage_log is not None and ex is not None and status == 200:
+            try:
+                record_exchange(self.usage_log, ex)
+            except OSError as exc:  # a full disk must not fail the client's request
+                log.warning("usage log: %s", exc)
         if self.log_content and ex is not None:
             rec.update(messages=ex.request.get("messages", ex.request.get("input"))
                        if isinstance(ex.request, dict) else None,
@@ -162,6 +170,8 @@ class Proxy(StreamRelay):
     def toolsift_headers(self, ex: Exchange, with_verdicts: bool = True) -> dict[str, str]:
         h = {"x-toolsift-selected": ex.routed.header(), "x-toolsift-route": ex.routed.route_header()} \
             if ex.routed else {}
+        if ex.routed and ex.routed.abstain_header() is not None:
+            h["x-toolsift-abstain"] = ex.routed.abstain_header()
         if with_verdicts:
             h["x-toolsift-verdicts"] = verdicts_header(ex.checks)
             h["x-toolsift-repairs"] = str(ex.repairs)
@@ -359,7 +369,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
-               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None):
+               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
@@ -382,7 +392,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                   log_content=log_content, timeout=timeout, max_body_bytes=int(max_body_mb * 2**20), loader=loader,
-                  k=k, tenants=tenants)
+                  k=k, tenants=tenants, usage_log=usage_log)
 
     @asynccontextmanager
     async def lifespan(app):

@@ -39,6 +39,7 @@ __all__ = ["CONTROL_TOOLS", "MAX_TOOLS", "RequestRouter", "RoutedRequest", "as_d
            "validate_body", "forced_names"]
 
 MAX_TOOLS = 128
+ON_ABSTAIN = ("flag", "strip")  # what the proxy does when no tool fits: say so (header), or also strip
 HEADER_LIMIT = 4096  # bytes per x-toolsift-* header; proxies and servers reject huge headers
 
 
@@ -99,6 +100,15 @@ class RoutedRequest:
     status: str = "routed"          # a key of STATUSES
     k: int = 0
     extra: dict = field(default_factory=dict)  # e.g. built-in tools passed untouched (Responses, Messages)
+    abstention: Any = None          # router.abstain.Abstention of the ranking, when one was made
+    ids: dict = field(default_factory=dict)    # tool name -> catalog record id, for the ranked catalog tools
+
+    def abstain_header(self) -> str | None:
+        """``x-toolsift-abstain``: ``1; evidence=E; threshold=T[; stripped]`` when no tool fits, ``0; ...``
+        when the ranking was checked and one does; None when nothing was ranked."""
+        if self.abstention is None:
+            return None
+        return self.abstention.header() + ("; stripped" if self.extra.get("abstain") == "stripped" else "")
 
     def header(self) -> str:
         return capped_json(self.selected, lambda s: s["name"])
@@ -115,6 +125,12 @@ class RoutedRequest:
         for key, value in self.extra.items():
             parts.append(f"{key}={value}")
         return "; ".join(parts)
+
+
+def without_tools(body: dict) -> dict:
+    """The body with no tool fields: the APIs refuse ``"tools": []``, and ``tool_choice`` or
+    ``parallel_tool_calls`` without tools."""
+    return {key: v for key, v in body.items() if key not in ("tools", "tool_choice", "parallel_tool_calls")}
 
 
 def unrouted_header(reason: str) -> str:
@@ -151,9 +167,15 @@ class RequestRouter:
                  method: str = "hybrid", model: str | None = None, cache_dir: str | None = None,
                  max_tools: int = MAX_TOOLS, inject: bool = False, cache_size: int = 16,
                  control_tools: Sequence[str] = CONTROL_TOOLS, max_request_tools: int = MAX_REQUEST_TOOLS,
-                 cache_tools: int = 50_000, vector_cache_mb: float = 64.0) -> None:
+                 cache_tools: int = 50_000, vector_cache_mb: float = 64.0, adaptive: bool = False,
+                 on_abstain: str = "flag") -> None:
         if k < 1:
             raise RequestError(f"k must be at least 1, got {k}")
+        if on_abstain not in ON_ABSTAIN:
+            raise RequestError(f"on_abstain must be one of {', '.join(ON_ABSTAIN)}, got {on_abstain!r}")
+        # adaptive: k is the ceiling of adaptive k (router.adaptive_k); on_abstain "strip": a request
+        # whose ranking abstains keeps only the tools it must keep (docs/routing.md: off by default)
+        self.adaptive, self.on_abstain = adaptive, on_abstain
         self.router, self.k, self.pinned = router, k, tuple(pinned)
         self.token_budget, self.method, self.model, self.cache_dir = token_budget, method, model, cache_dir
         self.max_tools, self.inject = min(max_tools, MAX_TOOLS), inject
@@ -177,16 +199,20 @@ class RequestRouter:
             return self._inject(body)
         forced = forced_names(body, self.pinned, names, self.control_tools, keep)
         keep_at: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
-        status = "routed"
+        status, abstention, ids = "routed", None, {}
         if len(tools) <= self.k and len(tools) <= self.max_tools:
             ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
         elif len(tools) - len(keep_at) <= self.k:  # nothing left to cut once the kept tools are set aside
             ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
         else:
             rankable_messages(body["messages"])
-            ranked = [(i, s) for i, s in self._rank(tools, names, body["messages"], self.k + len(keep_at))
-                      if i not in keep_at]
-        if len(ranked) < self.k:  # nothing matched (BM25 on "do it"): fill in caller order, never offer 0
+            pairs, abstention, ids = self._rank(tools, names, body["messages"], self.k + len(keep_at))
+            ranked = [(i, s) for i, s in pairs if i not in keep_at]
+        stripped = abstention is not None and abstention.abstained and self.on_abstain == "strip"
+        if stripped:
+            ranked = []
+        elif len(ranked) < self.k and not (self.adaptive and ranked):
+            # nothing matched (BM25 on "do it"): fill in caller order, never offer 0
             seen = {i for i, _ in ranked}
             ranked += [(i, None) for i in range(len(tools)) if i not in keep_at and i not in seen][: self.k - len(ranked)]
         for i, sel in ranked[: self.k]:
@@ -195,10 +221,13 @@ class RequestRouter:
         chosen, over = self._fit(keep_at, tools)
         offered = [tools[i] for i in sorted(chosen)]
         out = dict(body, tools=offered)
+        if not offered:  # stripped by abstention: a body with "tools": [] is refused by the APIs
+            out = without_tools(body)
         if status == "routed" and len(offered) == len(tools):
             status = "all"
         return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
-                             budget_exceeded=over, status=status, k=self.k)
+                             budget_exceeded=over, status=status, k=self.k, abstention=abstention,
+                             extra={"abstain": "stripped"} if stripped else {}, ids=ids)
 
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
@@ -263,16 +292,18 @@ class RequestRouter:
         return RoutedRequest(dict(body, tools=offered), offered, [], selected, 0, len(offered), injected=True,
                              status="injected", k=self.k)
 
-    def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict], n: int) -> list[tuple[int, Any]]:
+    def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict],
+              n: int) -> tuple[list[tuple[int, Any]], Any, dict[str, str]]:
+        """(tool position, Selection) in rank order, the abstention, and name -> catalog id."""
         query, k = messages, min(n, len(tools))
         ids = self._catalog_ids(tools, names)
         if ids is not None:  # every tool is a catalog tool: rank with the catalog's persisted indexes
             pos = {rid: i for i, rid in enumerate(ids)}
-            sels = self.router.select(query, k=k, method=self.method, candidates=list(pos))
-            return [(pos[s.record.id], s) for s in sels]
+            sels = self.router.select(query, k=k, method=self.method, candidates=list(pos), adaptive=self.adaptive)
+            return [(pos[s.record.id], s) for s in sels], sels.abstention, dict(zip(names, ids))
         router, index = self.routers.get_or_build(tool_set_key(tools), lambda: self._build(tools))
-        sels = router.select(query, k=k, method=self.method)
-        return [(index[s.record.id], s) for s in sels if s.record.id in index]
+        sels = router.select(query, k=k, method=self.method, adaptive=self.adaptive)
+        return [(index[s.record.id], s) for s in sels if s.record.id in index], sels.abstention, {}
 
     def _catalog_ids(self, tools: Sequence[dict], names: list[str]) -> list[str] | None:
         """Catalog record ids of the request's tools, by name; None unless each name is known and unique."""

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from .checks import UNROUTABLE, Api, CallCheck, repair_turn
-from .request import RoutedRequest, as_dict
+from .request import RoutedRequest, as_dict, without_tools
 from .tool_cache import LRU
 
 _TERMINAL = ("response.completed", "response.failed", "response.incomplete")
@@ -153,7 +153,8 @@ class ResponsesApi(Api):
         if not isinstance(tools, list) or not tools:
             return body
         names = {t["function"]["name"] for t in routed.offered}
-        return dict(body, tools=[t for t in tools if not _is_function(t) or t.get("name") in names])
+        kept = [t for t in tools if not _is_function(t) or t.get("name") in names]
+        return dict(body, tools=kept) if kept else without_tools(body)  # empty: stripped by abstention
 
     def calls(self, response: Any) -> list[tuple[int, list[dict]]]:
         output = (as_dict(response) or {}).get("output") or []

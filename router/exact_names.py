@@ -1,0 +1,108 @@
+"""Exact names win: a query that names a tool gets that tool at rank 1.
+
+Users ask for this plainly (docs/routing.md): "call get_weather", "use YituTech/conv-bert-base",
+"run bing-cn-mcp__bing_search". BM25 usually finds such a tool, but not always first: a long name
+splits into common words that other tools share, and the dense side does not read identifiers.
+
+A name matches when the query holds it as consecutive words, whatever the spelling of the
+separators and the case: ``get_weather``, ``get weather``, ``GetWeather``, ``get.weather`` and
+``get-weather`` are one name. Each record answers to every name a user may know it by: its name,
+its OpenAI-safe name, its record id (with and without the namespace), ``namespace__name`` (the MCP
+gateway's qualified names), ``namespace.name`` and, for RapidAPI endpoints, ``tool api``
+("TheClique Songkick concert"). A name is only looked for when it is distinctive: two words or
+more and at least 6 letters, or one word of 8 letters or more. "search", "weather" or "translate"
+are words a request uses without naming a tool, and the ranking already serves them. A name
+that several records answer to names none of them (see `NameTable`).
+
+Cost: the name table is built once per router (lazy); a query is matched with one dict lookup per
+window of up to ``MAX_NAME_WORDS`` consecutive words, over its first ``MAX_QUERY_WORDS`` words.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+from apidb.record import ApiRecord
+
+_CAMEL1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_PART = re.compile(r"[^\W_]+")
+_ID_SUFFIX = re.compile(r"~[0-9a-f]{6,}$")  # loaders make ids unique with ~<hash>: not part of a name
+
+MAX_NAME_WORDS = 10      # longest name (in words) looked for in a query
+MAX_QUERY_WORDS = 600    # a conversation query is capped: the last user turn comes first (router.query)
+MIN_MULTI_CHARS = 6      # a name of several words needs at least this many letters ...
+MIN_SINGLE_CHARS = 8     # ... and a one-word name at least this many
+
+
+def name_parts(text: str) -> list[str]:
+    """The lower-cased words of a name or a query: separators, case changes and punctuation split."""
+    return [p.lower() for p in _PART.findall(_CAMEL2.sub(r"\1 \2", _CAMEL1.sub(r"\1 \2", text)))]
+
+
+def _key(parts: Sequence[str]) -> str:
+    return "".join(parts)
+
+
+def distinctive(parts: Sequence[str]) -> bool:
+    n = sum(len(p) for p in parts)
+    return n >= (MIN_MULTI_CHARS if len(parts) >= 2 else MIN_SINGLE_CHARS)
+
+
+def aliases(record: ApiRecord) -> set[str]:
+    """The names a user may call ``record`` by (see the module doc)."""
+    md = record.metadata or {}
+    local = _ID_SUFFIX.sub("", record.id.split("/", 1)[-1])
+    names = {record.name, record.openai_name(), local, _ID_SUFFIX.sub("", record.id),
+             f"{record.namespace}__{record.name}", f"{record.namespace}.{record.name}"}
+    tool, api = md.get("tool_name") or md.get("tool"), md.get("api_name")
+    # a RapidAPI endpoint's own name ("ZIP code", "Get Word") is a phrase requests use without
+    # naming the endpoint; with its API's name in front it names one endpoint
+    if isinstance(api, str) and api and isinstance(tool, str) and tool:
+        names |= {f"{tool} {api}", f"{tool}.{api}"}
+    return {n for n in names if isinstance(n, str) and n}
+
+
+class NameTable:
+    """Normalized name → record positions, for one router's records."""
+
+    def __init__(self, records: Iterable[ApiRecord]) -> None:
+        self.by_key: dict[str, list[int]] = {}
+        self.longest = 1
+        # first word of a name -> the most words a name starting with it has: a query word that starts
+        # no name costs one dict lookup, not one per window length
+        self.starts: dict[str, int] = {}
+        for i, rec in enumerate(records):
+            for name in aliases(rec):
+                parts = name_parts(name)
+                if not parts or len(parts) > MAX_NAME_WORDS or not distinctive(parts):
+                    continue
+                hits = self.by_key.setdefault(_key(parts), [])
+                if i not in hits:
+                    hits.append(i)
+                self.starts[parts[0]] = max(self.starts.get(parts[0], 1), len(parts))
+                self.longest = max(self.longest, len(parts))
+
+        # a name several records answer to ("mobilenet_v2" for two TF Hub models, "search" on two
+        # MCP servers) names none of them: the user has to qualify it (server__tool, the full id)
+        self.by_key = {key: hits for key, hits in self.by_key.items() if len(hits) == 1}
+
+    def find(self, query: str) -> list[int]:
+        """Positions of the records the query names, in the order the query names them.
+
+        Longest match first: where "get_weather_forecast" and "get_weather" both match at the
+        same place, only the longer one counts, and its words are not matched again.
+        """
+        words = name_parts(query)[:MAX_QUERY_WORDS]
+        found: list[int] = []
+        i, starts = 0, self.starts
+        while i < len(words):
+            step, longest = 1, starts.get(words[i], 0)
+            for n in range(min(longest, len(words) - i), 0, -1):
+                hits = self.by_key.get(_key(words[i:i + n]))
+                if hits:
+                    found += [h for h in hits if h not in found]
+                    step = n
+                    break
+            i += step
+        return found
