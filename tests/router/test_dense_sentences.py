@@ -28,9 +28,13 @@ def test_query_sentences_only_for_several_sentences():
 def test_second_sentence_reaches_its_tool(stb_router):
     top = [s.record.id for s in stb_router.select(PARTY, k=3)]
     assert COCKTAIL in top and CAKES in top
-    # one query vector: the cocktail words dominate and the cake tool drops out of the top 3
-    plain = [s.record.id for s in stb_router.configured(sentence_max=False).select(PARTY, k=3)]
+    # one query vector (and no re-ordering by parts, router.coverage, which would serve the cake
+    # sentence on its own): the cocktail words dominate and the cake tool drops out of the top 3
+    plain = [s.record.id for s in stb_router.configured(sentence_max=False, coverage=0.0).select(PARTY, k=3)]
     assert COCKTAIL in plain and CAKES not in plain
+    # the parts alone, without sentence matching, also bring the cake tool back
+    parts = [s.record.id for s in stb_router.configured(sentence_max=False).select(PARTY, k=3)]
+    assert COCKTAIL in parts and CAKES in parts
 
 
 def test_explanations_keep_the_whole_query_cosine(stb_router):
