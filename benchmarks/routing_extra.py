@@ -108,7 +108,7 @@ def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
     from router.tune import TUNE_FILE, TuneConfig
     from router.usage_log import UsageLog, examples
 
-    from .routing_common import _metrics
+    from .routing_common import NEW, _metrics
 
     stb = [n for n in rt.STB if n in sets]
     records = sets[stb[0]].records
