@@ -14,6 +14,7 @@ names them here:
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Protocol
@@ -35,6 +36,7 @@ def openai_safe(name: str, limit: int | None = MAX_NAME) -> str:
     return safe if limit is None else safe[:limit]
 
 
+@functools.lru_cache(maxsize=1 << 16)  # every router (and every swap of a live one) asks again for each record
 def openai_name(name: str) -> str:
     """The name a model is shown for a catalog name: OpenAI-safe, 1 to 64 characters."""
     return openai_safe(name) or "tool"

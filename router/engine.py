@@ -85,6 +85,7 @@ class Router:
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
         self._names: NameTable | None = None
+        self._name_memo: dict | None = None  # a previous router's normalized names (router.watch)
 
     # ---- construction ----------------------------------------------------------------
     @classmethod
@@ -180,7 +181,8 @@ class Router:
     def name_table(self) -> NameTable:
         """The records' names for exact-name matching (built on first use)."""
         if self._names is None:
-            self._names = NameTable(self.records)
+            self._names = NameTable(self.records, self._name_memo)
+            self._name_memo = None
         return self._names
 
     def select(self, query_or_messages: Any, k: int | None = None, *, method: str = "hybrid",

@@ -202,6 +202,11 @@ def open_live(router_class: type, location: str | os.PathLike[str], *, model: st
                               encoder=state.encoder)
         if previous is not None and previous.__dict__.get("_embedder") is not None:
             router._embedder = previous._embedder  # the query encoder stays loaded (and counted) across swaps
+        if config.exact_names:
+            # built here, in the watcher thread (or at start), not by the first request after a swap;
+            # from the previous table's memo only changed records are normalized again
+            router._name_memo = previous.name_table().memo if previous is not None else None
+            router.name_table()
         return router
 
     return LiveRouter(location, build, state, view, watch=watch)
