@@ -38,7 +38,10 @@ def warm_up_request_path() -> None:
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``, or a MiddlewareError that says why not."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on accepted sockets whose protocol says TCP.
+    # Without it every answer on a keep-alive connection waited ~40 ms for the client's delayed ACK
+    # (headers and body are two writes): 52 ms per request where the proxy's own work took 7 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of a previous run is fine
     try:
         sock.bind((host, port))
