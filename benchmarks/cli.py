@@ -116,6 +116,8 @@ def cold_route_cmd(
     work: Optional[Path] = typer.Option(None, "--work", help="where the catalog and its index are kept "
                                         "(default: $TOOLSIFT_CACHE/bench)"),
     quick: bool = typer.Option(False, "--quick", help="2,000 tools, 3 runs (CI)"),
+    build: bool = typer.Option(False, "--build", help="also time a fresh `toolsift index` of the catalog with "
+                               "nothing cached (docs/s end to end)"),
 ) -> None:
     """Wall and CPU time of fresh `toolsift route` processes on an indexed catalog (hybrid beside bm25),
     with the load average and the costliest imports."""
@@ -127,7 +129,8 @@ def cold_route_cmd(
         raise BenchmarkError(f"--methods: choose from hybrid, bm25, dense (not {', '.join(bad) or 'nothing'})")
     target = _out(out, "cold_route", quick)
     res = cold_route.run(target, quick=quick, size=None if quick and size == 20_000 else size, runs=runs if
-                         not quick or runs != 10 else None, methods=chosen, work=work, command=_command())
+                         not quick or runs != 10 else None, methods=chosen, work=work, command=_command(),
+                         build=build)
     typer.echo(cold_route.summary(res))
     typer.echo(f"wrote {target / 'report.md'}")
 

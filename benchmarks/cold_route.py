@@ -1,6 +1,6 @@
 """Cold route: what one fresh `toolsift route` process costs on an indexed 20,000-tool catalog.
 
-    toolsift bench cold-route [--size 20000] [--runs 10] [--methods hybrid,bm25] [--out DIR]
+    toolsift bench cold-route [--size 20000] [--runs 10] [--methods hybrid,bm25] [--build] [--out DIR]
 
 The catalog is the scale benchmark's (benchmarks/scale.py): replicas of 3,946 real tools, each
 replica's vector its base record's plus a small seeded perturbation. Those vectors are put in the
@@ -15,6 +15,12 @@ a pipe. Wall time per run is measured around the subprocess; CPU (user + system)
 children's rusage. The load average is printed next to the figure: on the shared 2-core machine
 the wall time of a process that is mostly waiting for CPU grows with the load. Each method's runs
 are interleaved with the others' (hybrid, bm25, hybrid, ...) so that a change of load hits all alike.
+
+``--build`` also times what the route's index cost in the first place: a fresh
+``toolsift index --db COPY --json`` on a copy of the same catalog with nothing cached (an empty
+``$TOOLSIFT_CACHE`` but for the exported ONNX model, no index beside the copy), so every passage is
+embedded: wall and CPU of the process, passages embedded, and documents per second end to end
+(tokenizing, embedding, BM25 and the HNSW graph, the files written).
 
 One more run per method under ``python -X importtime`` lists the modules that cost the most to
 import, and whether torch or sentence-transformers were imported at all (the ONNX query encoder
@@ -37,6 +43,7 @@ from .errors import BenchmarkError
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "cold_route"
 TARGET_SECONDS = 1.5  # issue 14: a fresh hybrid route on an indexed 20k-tool catalog, idle machine
+BUILD_TARGET = 250  # issue 15: documents per second of a whole index build
 
 
 def _work_dir(work: Path | None) -> Path:
@@ -144,6 +151,36 @@ def import_profile(db: Path, query: str, method: str, top: int = 12) -> dict[str
             "total_ms": round(sum(cumulative.values()), 1)}
 
 
+def time_build(db: Path) -> dict[str, Any]:
+    """A fresh `toolsift index` of a copy of ``db`` with nothing cached (see the module doc)."""
+    import shutil
+    import tempfile
+
+    from router.onnx_export import cache_root as export_root
+
+    with tempfile.TemporaryDirectory(prefix="toolsift-build-") as tmp:
+        copy, cache = Path(tmp) / "catalog.db", Path(tmp) / "cache"
+        shutil.copyfile(db, copy)
+        cache.mkdir()
+        if export_root().is_dir():  # the exported model is an install step, not part of a build
+            (cache / "onnx").symlink_to(export_root(), target_is_directory=True)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOOLSIFT_CACHE": str(cache)}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run([*_script(), "index", "--db", str(copy), "--json"], capture_output=True, text=True,
+                              env=env, timeout=3600)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise BenchmarkError(f"toolsift index failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+    report = json.loads(proc.stdout)
+    records = int(report.get("records") or 0)
+    return {"wall_seconds": round(wall, 2),
+            "cpu_seconds": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
+            "records": records, "embedded": report.get("embedded"),
+            "docs_per_s": round(records / wall, 1) if wall else None}
+
+
 def _stats(values: list[float]) -> dict[str, float]:
     v = sorted(values)
     return {"median": statistics.median(v), "min": v[0], "max": v[-1]}
@@ -151,7 +188,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None = None, runs: int | None = None,
         methods: tuple[str, ...] = ("hybrid", "bm25"), work: Path | None = None,
-        command: str | None = None) -> dict[str, Any]:
+        command: str | None = None, build: bool = False) -> dict[str, Any]:
     from .retrieval import _loadavg, versions
 
     size = size or (2_000 if quick else 20_000)
@@ -163,6 +200,9 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None
     load_start = _loadavg()
     timed = time_runs(db, queries, runs, methods)
     load_end = _loadavg()
+    if build:
+        build_load = _loadavg()
+        built = {**time_build(db), "load_start": build_load, "load_end": _loadavg()}
     result = {
         "command": command or "toolsift bench cold-route " + " ".join(sys.argv[1:]), "versions": versions(),
         "size": size, "runs": runs, "methods": list(methods), "catalog": str(db),
@@ -172,6 +212,8 @@ def run(out_dir: str | Path = DEFAULT_OUT, quick: bool = False, size: int | None
                           "cpu_seconds": _stats([r["cpu"] for r in rows]), "per_run": rows,
                           "imports": import_profile(db, queries[0], m)} for m, rows in timed.items()},
     }
+    if build:
+        result["index_build"] = built
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -186,6 +228,10 @@ def summary(result: dict[str, Any]) -> str:
         w, c = r["wall_seconds"], r["cpu_seconds"]
         parts.append(f"{m}: wall median {w['median']:.2f} s (min {w['min']:.2f}, max {w['max']:.2f}), "
                      f"CPU median {c['median']:.2f} s, torch imported: {'yes' if r['imports']['torch'] else 'no'}")
+    b = result.get("index_build")
+    if b:
+        parts.append(f"`toolsift index` nothing cached: {b['wall_seconds']} s wall ({b['cpu_seconds']} s CPU), "
+                     f"{b['embedded']} embedded, {b['docs_per_s']} docs/s")
     return (f"fresh `toolsift route` on {result['size']:,} indexed tools, {result['runs']} runs per method; "
             + "; ".join(parts) + f"; load average {load['start'][0] if load['start'] else '?'} -> "
             f"{load['end'][0] if load['end'] else '?'} (1 min) on {result['cpus']} cores")
@@ -207,6 +253,14 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"| {m} | {w['median']:.2f} | {w['min']:.2f} | {w['max']:.2f} | {c['median']:.2f} | "
                      f"{'yes' if r['imports']['torch'] else 'no'} |")
     lines += ["", f"Target (issue 14): at most {result['target_seconds']} s wall for hybrid on an idle machine.", ""]
+    b = result.get("index_build")
+    if b:
+        lines += ["Index build (`--build`): a fresh `toolsift index` of a copy of the same catalog, nothing cached "
+                  "(every passage embedded, BM25 and HNSW built, files written):", "",
+                  "| records | embedded | wall s | CPU s | docs/s | load start → end |", "|---|---|---|---|---|---|",
+                  f"| {b['records']:,} | {b['embedded']:,} | {b['wall_seconds']} | {b['cpu_seconds']} | "
+                  f"{b['docs_per_s']} | {b['load_start']} → {b['load_end']} |", "",
+                  f"Target (issue 15): at least {BUILD_TARGET} docs/s (20,000 tools in under 90 s).", ""]
     for m, r in result["by_method"].items():
         lines += [f"Costliest imports, {m} (`python -X importtime`, cumulative ms): "
                   + ", ".join(f"{name} {ms:.0f}" for name, ms in r["imports"]["top"]), ""]
