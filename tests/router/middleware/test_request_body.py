@@ -67,3 +67,59 @@ def test_bad_bodies_say_what_is_wrong():
     assert read_request(json.dumps({"messages": msg, "tools": []}).encode())["tools"] == []
     with pytest.raises(RequestError, match="must be a list"):
         RequestRouter(k=1).route(read_request(json.dumps({"messages": msg, "tools": {"a": 1}}).encode()))
+
+
+def test_a_tool_list_read_again_is_the_same_list_and_a_bad_one_is_refused_every_time(gorilla_tools):
+    """The same tools come with every turn of an agent: the second read reuses the first one's
+    split (request_body._SEEN). It must read exactly what a first read reads, still enforce the
+    per-request cap, and never remember a list that failed its checks."""
+    from router.middleware import request_body
+
+    first = read_request(_raw(gorilla_tools))["tools"]
+    again = read_request(_raw(gorilla_tools, text="another turn of the same agent"))["tools"]
+    assert request_body._SEEN.get(first.key) is not None and again.key == first.key
+    assert again.names == first.names and again.descriptions == first.descriptions
+    assert list(again) == gorilla_tools
+    with pytest.raises(WireError, match="1,069 tools; at most 1,000"):
+        read_request(_raw(gorilla_tools), max_tools=1000)
+    bad = _raw(gorilla_tools[:3] + [{"function": {"name": ""}}])
+    for _ in range(2):
+        with pytest.raises(WireError, match=r"tools\[3\]"):
+            read_request(bad)
+    assert len(request_body._SEEN) <= request_body._SEEN_LISTS
+
+
+def test_catalog_ids_follow_a_live_catalog_change(tmp_path, gorilla_records):
+    """The catalog ids of a request's tools are remembered per tool list (RequestRouter._ids),
+    but only for the catalog state they were read from: after a live change removes one of the
+    request's tools from the catalog, the same bytes are no longer routed as catalog tools."""
+    import time
+
+    from apidb import Catalog
+    from router import Router
+
+    records = gorilla_records[:40]
+    db = tmp_path / "catalog.db"
+    with Catalog(db) as cat:
+        cat.sync(records)
+    tools = [r.to_openai_tool(name=n) for r, n in zip(records, unique_names(records))]
+    raw = _raw(tools, text="classify images of birds")
+    live = Router.open(db, watch=True, dense=False)
+    try:
+        rr = RequestRouter(live, k=5, method="bm25")
+        assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) == \
+            [r.id for r in records]
+        assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) == \
+            [r.id for r in records]  # remembered
+        before = live.records
+        with Catalog(db) as cat:
+            cat.sync(records[1:], [records[0].namespace])  # what `catalog remove` of records[0] commits
+        deadline = time.monotonic() + 20
+        while live.records is before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live.records is not before, "the live router did not follow the catalog"
+        assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) is None
+        routed = rr.route(read_request(raw))
+        assert len(routed.offered) == 5
+    finally:
+        live.close()
