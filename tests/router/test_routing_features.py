@@ -56,6 +56,29 @@ def test_a_query_naming_a_tool_has_it_at_rank_1_in_every_spelling(dataset, pick)
             assert top[0].record.id == rec.id and top[0].reason == "named", (spelling, [s.record.id for s in top])
 
 
+def test_a_table_built_from_a_previous_tables_memo_is_the_table_built_from_scratch():
+    """A live replica builds its next name table from the last one's memo (router.watch): a
+    renamed record must answer to its new name only, a removed one to none, and every other
+    record exactly as a table built from scratch says."""
+    from dataclasses import replace
+
+    d = _dataset("livemcpbench")
+    records = list(d.records)
+    first = NameTable(records)
+    renamed = replace(records[3], name="zorblax_ledger_reconciler",  # a renamed tool gets a new id too
+                      id=f"{records[3].namespace}/zorblax_ledger_reconciler")
+    edited = replace(records[5], name="quuxify_widget_frobnicator")  # same id, new content: a new object
+    changed = [renamed, records[4], edited] + records[6:]  # records[0:3] removed
+    again = NameTable(changed, first.memo)
+    scratch = NameTable(changed)
+    assert again.by_key == scratch.by_key and again.starts == scratch.starts and again.longest == scratch.longest
+    assert again.find("please run zorblax ledger reconciler now") == [0]
+    old = "".join(name_parts(records[3].name))
+    assert old not in again.by_key or again.by_key[old] != [0]
+    assert again.find("then quuxify widget frobnicator") == [2]
+    assert set(again.memo) == {r.id for r in changed}
+
+
 def test_names_several_records_share_and_generic_words_name_nothing():
     d = _dataset("apibench_tensorflowhub")
     table = NameTable(d.records)
