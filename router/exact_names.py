@@ -14,11 +14,12 @@ more and at least 6 letters, or one word of 8 letters or more. "search", "weathe
 are words a request uses without naming a tool, and the ranking already serves them. A name
 that several records answer to names none of them (see `NameTable`).
 
-Cost: the name table is built once per router (lazy); the normalized names of each record are
-remembered across tables (``memo``), so a replica that swaps in a new router after a catalog change
-re-normalizes only the records that changed (at 20k records: ~1.9 s CPU from scratch, the
-regexes of `name_parts` dominating; a rebuild from the memo is dict work only). A query is matched with one dict lookup per
-window of up to ``MAX_NAME_WORDS`` consecutive words, over its first ``MAX_QUERY_WORDS`` words.
+Cost: the name table is built once per router (lazy; a live router builds it in its watcher
+thread). The normalized names of each record are remembered across tables (``memo``), so a replica
+that swaps in a new router after a catalog change re-normalizes only the records that changed; from
+scratch, 20k records take ~0.23 s CPU (it was 1.9 s before the pieces of composite names were split
+once and the collector paused). A query is matched with one dict lookup per window of up to
+``MAX_NAME_WORDS`` consecutive words, over its first ``MAX_QUERY_WORDS`` words.
 """
 from __future__ import annotations
 
