@@ -33,7 +33,7 @@ from .errors import RequestError
 from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names,
                      rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
-from .tool_cache import RouterCache, VectorCache
+from .tool_cache import LRU, RouterCache, VectorCache
 
 __all__ = ["CONTROL_TOOLS", "MAX_TOOLS", "RequestRouter", "RoutedRequest", "as_dict", "capped_json", "tool_name",
            "validate_body", "forced_names"]
@@ -188,7 +188,7 @@ class RequestRouter:
         self._lock = threading.Lock()
         self._names: dict[str, set[str]] | None = None
         self._names_of: Any = None  # the records list _names was built from
-        self._ids: dict[str, tuple[Any, list[str] | None]] = {}  # ToolList.key -> (records, catalog ids)
+        self._ids = LRU(IDS_CACHE, float("inf"), lambda _: 0)  # ToolList.key -> (records, catalog ids)
         self._embedders: dict[str, Any] = {}
 
     # -- public
@@ -317,11 +317,11 @@ class RequestRouter:
         if self.router is None:
             return None
         key = tools.key if isinstance(tools, ToolList) else None
+        records = self.router.records  # one read: a live router may swap in another list meanwhile
+        known = self._ids.get(key) if key is not None else None
+        if known is not None and known[0] is records:  # the same records object: no swap since
+            return known[1]
         with self._lock:
-            records = self.router.records
-            known = self._ids.get(key) if key is not None else None
-            if known is not None and known[0] is records:  # the same records object: no swap since
-                return known[1]
             if self._names is None or self._names_of is not records:  # a live catalog swapped in a change
                 by_name: dict[str, set[str]] = {}
                 for r in records:  # the name a model sees (what to_openai_tool emits)
@@ -341,10 +341,7 @@ class RequestRouter:
         if ids is not None and len(set(ids)) != len(ids):
             ids = None
         if key is not None:
-            with self._lock:
-                if len(self._ids) >= IDS_CACHE:
-                    del self._ids[next(iter(self._ids))]
-                self._ids[key] = (records, ids)
+            self._ids.put(key, (records, ids))
         return ids
 
     def _build(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:

@@ -12,14 +12,15 @@ sha256) reuses its split and names (`_SEEN`, a few lists), saving the two passes
 """
 from __future__ import annotations
 
+import copy
 import hashlib
-import threading
 from collections.abc import Sequence
 from typing import Any, Iterator, Literal, overload
 
 import msgspec
 
 from .errors import WireError
+from .tool_cache import LRU
 
 
 class _FunctionHead(msgspec.Struct):
@@ -36,34 +37,30 @@ _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
 _HEADS = msgspec.json.Decoder(list[_ToolHead])
 _HEAD = msgspec.json.Decoder(_ToolHead)
-_SEEN: dict[str, "ToolList"] = {}  # sha256 of a tool list -> the first ToolList read from those bytes
 _SEEN_LISTS = 8  # each holds the views of one list's bytes (~1 MB for 2k tools)
-_SEEN_LOCK = threading.Lock()
+_SEEN = LRU(_SEEN_LISTS, float("inf"), lambda _: 0)  # sha256 of a tool list -> its first ToolList
 _TOOL_SHAPE = '{"type": "function", "function": {"name": ...}}'
 
 
 class ToolList(Sequence):
     """The request's tools: names and descriptions up front, full dicts decoded on access."""
 
-    def __init__(self, raws: list[msgspec.Raw], heads: list[_ToolHead], raw: bytes, key: str = "",
-                 like: "ToolList | None" = None) -> None:
+    def __init__(self, raws: list[msgspec.Raw], heads: list[_ToolHead], key: str) -> None:
         self._raws, self._heads = raws, heads
         self._full: list[dict | None] = [None] * len(raws)
-        if like is not None:  # the same tools read before (_SEEN): its name and description lists
-            self.names, self.descriptions = like.names, like.descriptions
-        else:
-            self.names: list[str] = [h.function.name for h in heads]  # type: ignore[union-attr]
-            self.descriptions: list[str] = [d.strip() if isinstance(d := h.function.description, str) else ""  # type: ignore[union-attr]
-                                            for h in heads]
-        self._raw, self._key = raw, key
+        self.names: list[str] = [h.function.name for h in heads]  # type: ignore[union-attr]
+        self.descriptions: list[str] = [d.strip() if isinstance(d := h.function.description, str) else ""  # type: ignore[union-attr]
+                                        for h in heads]
+        # content hash of the tools exactly as sent (sha256, ~3x faster than blake2b on 1 MB here):
+        # the key of `_SEEN` and of the in-memory router cache
+        self.key = key
 
-    @property
-    def key(self) -> str:
-        """Content hash of the tools exactly as sent (the in-memory router cache key); computed
-        only when asked: a request whose tools are all catalog tools never needs it."""
-        if not self._key:
-            self._key = hashlib.sha256(self._raw).hexdigest()  # ~3x faster than blake2b on 1 MB here
-        return self._key
+    def _again(self) -> "ToolList":
+        """The same tools for another request: shared split, names and descriptions; its own
+        decoded-tool slots."""
+        again = copy.copy(self)
+        again._full = [None] * len(self._raws)
+        return again
 
     def __len__(self) -> int:
         return len(self._raws)
@@ -104,33 +101,33 @@ def read_request(raw: bytes, max_tools: int | None = None) -> dict:
 
 
 def _tools(raw: bytes, max_tools: int | None = None) -> Any:
-    key = hashlib.sha256(raw).hexdigest()  # ToolList.key: ~0.6 ms for 1 MB, a third of one decode pass
-    with _SEEN_LOCK:
-        seen = _SEEN.get(key)
+    key = hashlib.sha256(raw).hexdigest()  # ~0.6 ms for 1 MB, a third of one decode pass
+    seen = _SEEN.get(key)
     if seen is not None:
-        if max_tools is not None and len(seen) > max_tools:
-            raise WireError(f"the request brings {len(seen):,} tools; at most {max_tools:,} are accepted per request")
-        return ToolList(seen._raws, seen._heads, raw, key, like=seen)  # its own decoded-tool slots
+        _check_count(len(seen), max_tools)
+        return seen._again()
     try:
         raws = _RAW_LIST.decode(raw)
     except msgspec.ValidationError:  # not a list: the router's validation says so
         return msgspec.json.decode(raw)
     if not raws:
         return []
-    if max_tools is not None and len(raws) > max_tools:
-        raise WireError(f"the request brings {len(raws):,} tools; at most {max_tools:,} are accepted per request")
+    _check_count(len(raws), max_tools)
     try:  # one typed pass checks every tool's shape; only a bad list is walked again, for the index
         heads = _HEADS.decode(raw)
     except msgspec.ValidationError:
         heads = []
     if len(heads) != len(raws) or not all(h.function.name for h in heads):
         raise WireError(f"tools[{_first_bad(raws)}] must be {_TOOL_SHAPE}")
-    tools = ToolList(raws, heads, raw, key)
-    with _SEEN_LOCK:  # only lists that passed every check are remembered
-        if len(_SEEN) >= _SEEN_LISTS:
-            del _SEEN[next(iter(_SEEN))]
-        _SEEN[key] = tools
-    return tools
+    tools = ToolList(raws, heads, key)
+    _SEEN.put(key, tools)  # only lists that passed every check are remembered
+    return tools._again()
+
+
+def _check_count(n: int, max_tools: int | None) -> None:
+    """Counted before any tool is looked at."""
+    if max_tools is not None and n > max_tools:
+        raise WireError(f"the request brings {n:,} tools; at most {max_tools:,} are accepted per request")
 
 
 def _first_bad(raws: list[msgspec.Raw]) -> int:
