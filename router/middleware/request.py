@@ -233,6 +233,28 @@ class RequestRouter:
                              budget_exceeded=over, status=status, k=self.k, abstention=abstention,
                              extra={"abstain": "stripped"} if stripped else {}, ids=ids)
 
+    def warm(self, body: Any) -> bool:
+        """Whether `route` would build nothing for this body: no in-memory router, no vectors,
+        no catalog name map, only a ranking with what is remembered. The proxy routes a warm
+        request on its event loop and a cold one in a worker thread (router/middleware/proxy.py).
+        A catalog swap between this answer and the routing makes one request pay the name map
+        (tens of ms at 20k tools) where it was not expected; nothing else changes."""
+        if not isinstance(body, dict):
+            return False
+        tools = body.get("tools")
+        if not tools:
+            return not (self.inject and self.router is not None) or self._names_of is self.router.records
+        if not isinstance(tools, ToolList):  # only a list as sent has its key without hashing it
+            return len(tools) <= self.k
+        if len(tools) <= self.k:
+            return True
+        if self.router is not None:
+            known = self._ids.peek(tools.key)
+            if known is not None and known[0] is self.router.records:
+                return known[1] is not None or tools.key in self.routers
+            return False
+        return tools.key in self.routers
+
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
         `router.scope.ScopedRouter`). The caches of request tool lists are shared: they hold only

@@ -42,6 +42,12 @@ class LRU:
             self._data.move_to_end(key)
             return hit[0]
 
+    def peek(self, key: Hashable) -> Any:
+        """The value or None, without counting a hit or a miss or refreshing its place."""
+        with self._lock:
+            hit = self._data.get(key)
+            return None if hit is None else hit[0]
+
     def put(self, key: Hashable, value: Any) -> None:
         w = float(self._weigh(value))
         with self._lock:
@@ -119,6 +125,9 @@ class RouterCache:
 
     def __len__(self) -> int:
         return len(self._lru)
+
+    def __contains__(self, key: str) -> bool:
+        return self._lru.peek(key) is not None
 
     def stats(self) -> dict[str, float]:
         s = self._lru.stats()

@@ -244,3 +244,51 @@ def test_accepted_connections_answer_without_waiting_for_an_ack():
 
     asyncio.run(main())
     assert seen and seen[0] != 0
+
+
+def test_a_tool_list_that_needs_embedding_does_not_stall_other_requests():
+    """The proxy ranks a tool list it has seen on its event loop (issue 15: handing that work to a
+    thread cost more than the work under 20 clients). A list it has never seen needs an in-memory
+    router and its passages embedded, seconds of work: that must stay off the loop, or every other
+    request (and /healthz) waits for it. Here 600 real StableToolBench tools are embedded by the
+    installed `toolsift serve openai` (hybrid, no catalog) while /healthz and small requests keep
+    being answered."""
+    import threading
+
+    from tests.support.toolsets import stb_tools
+
+    tools = stb_tools()[:600]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    body = {"model": "m", "messages": user("find the stock price of a company"), "tools": tools}
+    with ScriptedUpstream([completion("ok")], repeat_last=True) as up:
+        proc = start_cli("--upstream", up.url, "--port", str(port))
+        try:
+            assert wait_health(url, proc)[-1] == "ok"
+            cold: dict = {}
+
+            def send_cold() -> None:
+                t0 = time.perf_counter()
+                cold["status"] = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=300).status_code
+                cold["s"] = time.perf_counter() - t0
+
+            worker = threading.Thread(target=send_cold)
+            worker.start()
+            waits: list[float] = []
+            with httpx.Client(timeout=300) as c:
+                while worker.is_alive():
+                    t0 = time.perf_counter()
+                    assert c.get(f"{url}/healthz").status_code == 200
+                    small = c.post(f"{url}/v1/chat/completions",
+                                   json={"model": "m", "messages": user("hi"), "tools": small_tools()[:3]})
+                    assert small.status_code == 200
+                    waits.append(time.perf_counter() - t0)
+                    time.sleep(0.05)
+            worker.join()
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=30)
+    assert cold["status"] == 200
+    assert len(waits) >= 5, f"only {len(waits)} probes while the cold list took {cold['s']:.2f} s"
+    assert max(waits) < cold["s"] / 3, (f"a probe waited {max(waits):.2f} s while a {len(tools)}-tool list "
+                                        f"was embedded in {cold['s']:.2f} s: the event loop was blocked")

@@ -107,10 +107,12 @@ def test_catalog_ids_follow_a_live_catalog_change(tmp_path, gorilla_records):
     live = Router.open(db, watch=True, dense=False)
     try:
         rr = RequestRouter(live, k=5, method="bm25")
+        assert not rr.warm(read_request(raw))  # never seen: the proxy routes it in a worker thread
         assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) == \
             [r.id for r in records]
         assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) == \
             [r.id for r in records]  # remembered
+        assert rr.warm(read_request(raw))  # ... so the proxy may rank it on its event loop
         before = live.records
         with Catalog(db) as cat:
             cat.sync(records[1:], [records[0].namespace])  # what `catalog remove` of records[0] commits
@@ -118,8 +120,24 @@ def test_catalog_ids_follow_a_live_catalog_change(tmp_path, gorilla_records):
         while live.records is before and time.monotonic() < deadline:
             time.sleep(0.05)
         assert live.records is not before, "the live router did not follow the catalog"
+        assert not rr.warm(read_request(raw))  # remembered for the old catalog only
         assert rr._catalog_ids(read_request(raw)["tools"], [t["function"]["name"] for t in tools]) is None
         routed = rr.route(read_request(raw))
         assert len(routed.offered) == 5
     finally:
         live.close()
+
+
+def test_a_tool_list_is_warm_once_its_router_is_built(gorilla_tools):
+    """Without a catalog a request's tools get an in-memory router (embedding them, for hybrid):
+    `RequestRouter.warm` says a list needs none of that only once that router is cached, and
+    says so for lists the proxy never ranks (k tools or fewer, no tools at all)."""
+    rr = RequestRouter(None, k=5, method="bm25")
+    raw = _raw(gorilla_tools[:200])
+    assert not rr.warm(read_request(raw))
+    first = rr.route(read_request(raw))
+    assert rr.warm(read_request(raw))
+    assert rr.route(read_request(raw)).selected == first.selected
+    assert not rr.warm(read_request(_raw(gorilla_tools[:201])))  # one tool more: another list
+    assert rr.warm(read_request(_raw(gorilla_tools[:5])))
+    assert rr.warm(read_request(_raw([])))
