@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .bfcl_speed import BEFORE_CALLS_PER_CPU_S, REFERENCE_CALLS_PER_CPU_S, checker_for, load, speed
+from .bfcl_speed import BEFORE_CALLS_PER_CPU_S, REFERENCE_CALLS_PER_CPU_S, SPEED_PASSES, checker_for, load, speed
 from .bfcl_speed import render as render_speed
 
 MODES = ("strict", "bfcl", "bfcl_fc")
@@ -70,7 +70,7 @@ def run(root: Path, quick: bool, reference_python: Path | None = None, passes: i
     """Agreement (in this process) and speed (fresh processes: bfcl_speed.py)."""
     rows, questions = load(root, quick)
     return {"outputs": len(rows), "questions": len(questions), "agreement": agreement(rows, questions),
-            "speed": speed(root, quick, passes or (1 if quick else 5), reference_python, progress),
+            "speed": speed(root, quick, passes or (1 if quick else SPEED_PASSES), reference_python, progress),
             "reference_calls_per_cpu_s": REFERENCE_CALLS_PER_CPU_S, "before_calls_per_cpu_s": BEFORE_CALLS_PER_CPU_S}
 
 

@@ -19,10 +19,12 @@ the machine's load touches every variant alike. Reported: the median and the bes
 (other processes only ever add time), the ratio of medians to the reference measured in
 this run, and the load average before and after. Loaded data is frozen out of the garbage
 collector's sight (``gc.freeze``) in every process, the reference's too, so that the
-figure is the checker's work and not the harness's heap.
+figure is the checker's work and not the harness's heap, and in both the outputs' calls are
+deep-copied just before the timed passes.
 """
 from __future__ import annotations
 
+import copy
 import gc
 import gzip
 import json
@@ -39,6 +41,10 @@ from .errors import BenchmarkError, DatasetError
 REFERENCE_CALLS_PER_CPU_S = 112_000  # official BFCL checker as issue 16 measured it (42,480 outputs)
 BEFORE_CALLS_PER_CPU_S = 21_600      # toolsift strict before issue 16, same measurement
 QUICK_OUTPUTS = 2000
+# fresh processes per variant: a single pass's CPU time moves by up to ±25 % on this shared
+# 2-core machine (0.21-0.30 s for the same strict pass in one run), and with 5 passes the
+# median ratio of one mode to the official checker moved by 0.3 between two runs
+SPEED_PASSES = 11
 OURS = {"strict": "strict", "strict_read_all": "strict, every message and suggestion read",
         "bfcl": "bfcl", "bfcl_fc": "bfcl --bfcl-fc"}
 REFERENCE = {"reference": "official checker (prompting model)", "reference_fc": "official checker (FC model)"}
@@ -90,7 +96,10 @@ def one_process(variant: str, root: Path, quick: bool) -> dict[str, Any]:
     """Load, then time a cold pass and a warm pass over every output (run in a fresh process)."""
     rows, questions = load(root, quick)
     check = checker_for(variant)
-    work = [(r, questions[r["id"]]) for r in rows]
+    # each output's calls copied just before the passes, as benchmarks/bfcl_reference.py does for
+    # the official checker: both checkers then read outputs laid out alike in memory (decoded
+    # just before checking, as in an evaluation run), not ones scattered among the loaded data
+    work = [(dict(r, calls=copy.deepcopy(r["calls"])), questions[r["id"]]) for r in rows]
     gc.collect()
     gc.freeze()
     load_start = os.getloadavg()

@@ -213,7 +213,7 @@ def _bfcl_cmd(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/bfcl)"),
     quick: bool = typer.Option(False, "--quick", help="a small sample, one speed pass per variant (CI)"),
     passes: Optional[int] = typer.Option(None, "--passes", min=1, help="fresh processes timed per variant "
-                                         "(default 5; 1 with --quick)"),
+                                         "(default 11; 1 with --quick)"),
     reference_python: Optional[Path] = typer.Option(
         None, "--reference-python", help="an interpreter with bfcl-eval installed: the official checker is timed "
         "in the same run, beside toolsift (benchmarks/README.md says how to install it)"),
@@ -223,10 +223,10 @@ def _bfcl_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from . import bfcl_check
-    from .bfcl_speed import OURS, REFERENCE, summary
+    from .bfcl_speed import OURS, REFERENCE, SPEED_PASSES, summary
 
     target = _out(out, "bfcl", quick)
-    total = (passes or (1 if quick else 5)) * (len(OURS) + (len(REFERENCE) if reference_python else 0))
+    total = (passes or (1 if quick else SPEED_PASSES)) * (len(OURS) + (len(REFERENCE) if reference_python else 0))
     console = Console(stderr=True)
     with Progress(TextColumn("timing checkers (fresh processes)"), BarColumn(), MofNCompleteColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:

@@ -37,12 +37,13 @@ from .suggest import suggest
 _MAX_INT_BITS = int(MAX_INT_DIGITS * 3.3219280948873626)  # log2(10): certainly printable below this
 MAX_PAIRS = 64  # calls x expected calls matched in one pass; more go to the full check (and its deadline)
 _MISS = object()
+_NO_IDS: dict[str, str] = {}  # shared, never written
 
 
 def function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """name -> function doc (also under its OpenAI-safe spelling); name -> record id."""
     docs: dict[str, dict[str, Any]] = {}
-    ids: dict[str, str] = {}
+    ids: dict[str, str] = _NO_IDS  # a dict of its own only for ApiRecords (most docs are plain dicts)
     if functions is None:
         return docs, ids
     if isinstance(functions, (dict, ApiRecord)):
@@ -52,6 +53,8 @@ def function_docs(functions: Any) -> tuple[dict[str, dict[str, Any]], dict[str, 
     for fn in functions:
         if isinstance(fn, ApiRecord):
             doc = {"name": fn.name, "parameters": fn.parameters, "description": fn.description}
+            if ids is _NO_IDS:
+                ids = {}
             ids[fn.name] = ids[fn.openai_name()] = fn.id
         elif isinstance(fn, dict):
             doc = fn.get("function") if isinstance(fn.get("function"), dict) else fn
