@@ -249,7 +249,7 @@ class Proxy(StreamRelay):
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
-                # the GIL; own time p50 69.6 -> 7.1 ms in `toolsift bench proxy`). A list that needs a
+                # the GIL; own time p50 69.6 -> 6.6 ms in `toolsift bench proxy`). A list that needs a
                 # router built or vectors encoded goes to a thread, so it never stalls other requests.
                 send = ex.start() if rr.warm(body) else await run_in_threadpool(ex.start)
             except RequestError as exc:
