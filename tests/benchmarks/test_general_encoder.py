@@ -3,6 +3,7 @@ one left out, through the installed console script on the real shared data."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ _SCRIPT = Path(sys.executable).parent / "toolsift"
 
 def _toolsift(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(_SCRIPT), *args], capture_output=True, text=True, timeout=1800,
-                          env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
 @pytest.mark.skipif(not all(available(n) for names in FAMILIES.values() for n in names),
@@ -33,7 +34,6 @@ def test_quick_run_trains_without_the_scored_family_and_scores_it(tmp_path):
     for row in res["rows"]:
         for side in ("base", "tuned"):
             assert all(0.0 <= v <= 1.0 for v in row[side].values())
-    # the base router's figures do not depend on the training: the same as `Router` over the catalog
     hybrid = next(r for r in res["rows"] if r["method"] == "hybrid")
     assert hybrid["base"]["recall@10"] > 0.3, hybrid  # real RestBench queries are routed, not noise
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
