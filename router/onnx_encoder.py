@@ -47,8 +47,23 @@ def folder_config(model_dir: str | os.PathLike[str]) -> dict:
     if modes not in (["mean"], ["mean_tokens"]):
         raise UnsupportedModel(f"{root}: pooling {modes} (only mean pooling is exported)")
     dim = pooling.get("embedding_dimension") or pooling.get("word_embedding_dimension") or 0
-    return {"max_seq_length": int(st.get("max_seq_length") or 512), "lower": bool(st.get("do_lower_case")),
-            "dim": int(dim)}
+    return {"max_seq_length": _max_seq_length(root, st), "lower": bool(st.get("do_lower_case")), "dim": int(dim)}
+
+
+def _max_seq_length(root: Path, st: dict) -> int:
+    """Where the folder keeps its truncation length: sentence_bert_config.json in older folders
+    (the bundled one), only the tokenizer's ``model_max_length`` in folders sentence-transformers 6
+    writes (`toolsift tune`'s). Falling back to 512 there made the ONNX encoder read passages
+    twice as far as torch: its export check failed on long StableToolBench passages (cosine 0.986)."""
+    if st.get("max_seq_length"):
+        return int(st["max_seq_length"])
+    try:
+        tok = json.loads((root / "tokenizer_config.json").read_text(encoding="utf-8"))
+        if 0 < int(tok.get("model_max_length") or 0) <= 100_000:  # "no limit" is written as 1e30
+            return int(tok["model_max_length"])
+    except (OSError, ValueError, TypeError):
+        pass
+    return 512
 
 
 def _session(path: Path, threads: int):

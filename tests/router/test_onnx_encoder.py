@@ -231,3 +231,15 @@ def test_routing_with_an_exported_model_never_imports_torch(gorilla_db, tmp_path
     int8 = np.vstack(vector_cache(r.model_id, "onnx-int8").get_many(keys))
     assert np.allclose(dense.vectors[:50], fp32, atol=2e-3)
     assert not np.allclose(dense.vectors[:50], int8, atol=2e-3)
+
+
+def test_a_folder_saved_by_sentence_transformers_truncates_where_torch_does(tmp_path):
+    """sentence-transformers 6 writes the truncation length only into the tokenizer's config (the
+    folders `toolsift tune` makes); the ONNX encoder must read passages exactly as far as torch."""
+    from router.model import BASE_MODEL, fresh_model
+    from router.onnx_encoder import folder_config
+
+    model = fresh_model(BASE_MODEL)
+    model.save(str(tmp_path / "saved"))
+    assert "max_seq_length" not in json.loads((tmp_path / "saved" / "sentence_bert_config.json").read_text())
+    assert folder_config(tmp_path / "saved")["max_seq_length"] == model.max_seq_length == 256
