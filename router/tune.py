@@ -45,6 +45,12 @@ class TuneConfig:
     batch_size: int = 32
     learning_rate: float = 3e-5
     seed: int = 0
+    # "in-batch": shuffled batches; "router": batches grown along the base router's hard
+    # negatives (router.tune_batches), so in-batch negatives are tools the router confuses
+    negatives: str = "in-batch"
+    # keep the word-embedding matrix (11.7 M of MiniLM's 22.7 M weights) as it is: the general
+    # encoder ships only a low-rank delta of the transformer layers (router.general_encoder)
+    freeze_embeddings: bool = False
 
 
 @dataclass
@@ -82,6 +88,8 @@ def _batches(pairs: list[tuple[str, int]], size: int, rng: random.Random) -> lis
 def _check(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], cfg: TuneConfig) -> list[tuple[str, int]]:
     if cfg.epochs < 1 or cfg.batch_size < 2 or cfg.learning_rate <= 0:
         raise RouterError("tune: epochs must be >= 1, batch size >= 2 and the learning rate > 0")
+    if cfg.negatives not in ("in-batch", "router"):
+        raise RouterError(f"tune: negatives must be 'in-batch' or 'router', got {cfg.negatives!r}")
     index = {r.id: i for i, r in enumerate(records)}
     pairs = []
     for n, (text, rid) in enumerate(examples, 1):
@@ -99,11 +107,12 @@ def _check(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], cf
 
 def tune(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], out: str | os.PathLike[str], *,
          base_model: str = DEFAULT_MODEL, config: TuneConfig | None = None,
-         on_start: Callable[[int], None] | None = None, on_step: Callable[[float], None] | None = None) -> TuneReport:
+         groups: Sequence[str] | None = None, on_start: Callable[[int], None] | None = None, on_step: Callable[[float], None] | None = None) -> TuneReport:
     """Fine-tune ``base_model`` on ``examples`` (query text, record id) and save it to ``out``.
 
     ``out`` is replaced only when training finished: the model is written to a temporary
     folder beside it and renamed. ``on_start(total_steps)`` and ``on_step(loss)`` report progress.
+    ``groups`` (one label per example, e.g. its dataset) keeps router-grown batches within a group.
     """
     cfg = config or TuneConfig()
     pairs = _check(records, examples, cfg)
@@ -116,10 +125,12 @@ def tune(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], out:
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     model = fresh_model(base_model)  # the shared instance in router.dense keeps the base weights
+    if cfg.freeze_embeddings:
+        model[0].auto_model.embeddings.word_embeddings.weight.requires_grad_(False)
     loss_fn = MultipleNegativesRankingLoss(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
     passages = {i: record_passage(records[i]) for _, i in pairs}
-    plan = [_batches(pairs, cfg.batch_size, rng) for _ in range(cfg.epochs)]
+    plan = _plan(records, pairs, cfg, rng, groups, base_model)
     if on_start:
         on_start(sum(len(p) for p in plan))
     model.train()
@@ -139,6 +150,20 @@ def tune(records: Sequence[ApiRecord], examples: Sequence[tuple[str, str]], out:
     _save(model, dest, report, t0)
     _export_onnx(dest, [q for q, _ in pairs[:64]] + list(passages.values())[:128])
     return report
+
+
+def _plan(records: Sequence[ApiRecord], pairs: list[tuple[str, int]], cfg: TuneConfig, rng: random.Random,
+          groups: Sequence[str] | None, base_model: str) -> list[list[list[tuple[str, int]]]]:
+    if cfg.negatives == "in-batch":
+        return [_batches(pairs, cfg.batch_size, rng) for _ in range(cfg.epochs)]
+    from .tune_batches import mine_hard_negatives, router_batches
+
+    queries: dict[str, set[int]] = {}
+    for q, i in pairs:
+        queries.setdefault(q, set()).add(i)
+    hard = mine_hard_negatives(records, queries, base_model)
+    group = dict(enumerate(groups)) if groups is not None else None
+    return [router_batches(pairs, cfg.batch_size, rng, hard, group) for _ in range(cfg.epochs)]
 
 
 def _export_onnx(dest: Path, texts: list[str]) -> None:
