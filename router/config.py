@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import text as rtext
-from .dense import DEFAULT_MODEL
+from .model import BUNDLED
 
 TUNE_FILE = "toolsift-tune.json"  # marks a folder `toolsift tune` wrote (safe to replace)
 METHODS = ("hybrid", "bm25", "dense")
@@ -77,7 +77,7 @@ class RouterConfig:
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:
     """The fusion weights recorded in a tuned model folder, if any."""
-    if model_id == DEFAULT_MODEL:
+    if model_id in BUNDLED:
         return None
     path = Path(model_id) / TUNE_FILE
     if not path.is_file():

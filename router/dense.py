@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import RouterError
-from .model import (DEFAULT_MODEL, file_lock, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
+from .model import (BASE_MODEL, DEFAULT_MODEL, file_lock, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
                     model_path)  # (re-exported: callers import the model helpers from here)
 from .onnx_encoder import OnnxEncoder, span_vectors  # light: onnxruntime and tokenizers load on first use
 from .threads import intra_op_threads  # noqa: F401  (sets OMP_WAIT_POLICY first; re-exported)

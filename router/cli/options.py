@@ -22,8 +22,9 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON (one object, or o
 
 Model = Annotated[Optional[str], typer.Option(
     "--model", show_default=False,
-    help="Embedding model: the bundled all-MiniLM-L6-v2, or a folder written by `toolsift tune` "
-         "(default: the model the catalog was indexed with, else the bundled one).")]
+    help="Embedding model: toolsift-general-minilm (bundled: MiniLM tuned for tool retrieval), "
+         "all-MiniLM-L6-v2 (bundled, untuned), or a folder written by `toolsift tune` "
+         "(default: the model the catalog was indexed with, else toolsift-general-minilm).")]
 
 # `serve mcp` keeps its upstreams' tools in a catalog only when asked (they are live, not curated)
 GatewayStore = Annotated[Optional[str], typer.Option(

@@ -30,7 +30,8 @@ def tune(db: Db = None,
          from_log: Optional[list[Path]] = typer.Option(None, "--from-log", help="Train on a usage log written by "
                                                        "`serve ... --usage-log` (repeatable; docs/routing.md)."),
          out: Path = typer.Option(..., "--out", help="Folder for the tuned model (replaced only when done)."),
-         model: str = typer.Option("all-MiniLM-L6-v2", "--model", help="Base model: the bundled id or a local folder."),
+         model: str = typer.Option("toolsift-general-minilm", "--model", help="Base model: a bundled id "
+                                    "(toolsift-general-minilm, all-MiniLM-L6-v2) or a local folder."),
          holdout: float = typer.Option(0.2, "--holdout", help="Share of queries kept out of training, to choose the "
                                                               "hybrid's fusion weights and measure Recall@5 before and "
                                                               "after (0 trains on all, default weights)."),

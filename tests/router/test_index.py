@@ -80,7 +80,7 @@ def test_killed_build_leaves_previous_index_usable(hub_db):
 
 def test_index_built_with_another_model_is_refused(hub_db, tmp_path):
     build_index(hub_db)
-    with pytest.raises(RouterError, match="built with model 'all-MiniLM-L6-v2'"):
+    with pytest.raises(RouterError, match="built with model 'toolsift-general-minilm'"):
         Router.open(hub_db, model=str(tmp_path))
     with pytest.raises(RouterError, match="unknown embedding model"):
         build_index(hub_db, model="no-such-model")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from router import text as rtext
-from router.dense import DEFAULT_MODEL, cache_identity, embed_with_cache, forget_caches
+from router.dense import BASE_MODEL, DEFAULT_MODEL, cache_identity, embed_with_cache, forget_caches
 from router.vector_store import (
     BUNDLED_DIR,
     ShippedVectors,
@@ -39,6 +39,9 @@ def test_the_shipped_vectors_cover_the_bundled_catalog_for_the_default_encoder(g
     keys = [rtext.embedding_key(r) for r in records]
     assert all(v is not None for v in shipped.get_many(keys)), "regenerate: toolsift cache ship (docs/cli.md)"
     assert shipped_vectors(cache_identity(DEFAULT_MODEL, "torch")) == []  # another vector space: never served
+    base = ShippedVectors(BUNDLED_DIR / "gorilla-base.vectors.npz")  # for --model all-MiniLM-L6-v2
+    assert base.identity == cache_identity(BASE_MODEL, "onnx")
+    assert all(v is not None for v in base.get_many(keys))
 
 
 @pytest.mark.slow
