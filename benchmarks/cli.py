@@ -330,21 +330,31 @@ bench_app.command("bfcl")(_bfcl_cmd)
 @bench_app.command("general-encoder")
 def _general_encoder_cmd(
     out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/general_encoder)"),
-    quick: bool = typer.Option(False, "--quick", help="8 training queries per dataset, 40 scored (CI)"),
-    leave_out: str = typer.Option("stabletoolbench", "--leave-out", metavar="FAMILY",
-                                  help="the family scored and kept out of training"),
-    per_family: Optional[int] = typer.Option(None, "--per-family", min=1, help="training queries drawn per "
-                                             "dataset (default 400)"),
+    quick: bool = typer.Option(False, "--quick", help="8 training pairs per dataset, 40 scored queries (CI)"),
+    leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
+                                            help="train without this family and score it (default: cross-fitting "
+                                                 "over every family)"),
+    per_dataset: Optional[int] = typer.Option(None, "--per-dataset", "--per-family", min=1, show_default=False,
+                                              help="training pairs drawn per dataset (default 300)"),
+    build: bool = typer.Option(False, "--build", help="train on every family and write the shipped delta "
+                                                      "(router/data/general_encoder.npz) instead of scoring"),
 ) -> None:
-    """MiniLM tuned on every other benchmark family, scored on the one left out (tens of minutes)."""
+    """The general tool encoder: scored cross-fitted or leave-one-family-out, or built (tens of minutes)."""
     from . import general_encoder
 
-    target = _out(out, "general_encoder", quick)
-    res = general_encoder.run(target, quick, leave_out, per_family)
-    hybrid = [r for r in res["rows"] if r["method"] == "hybrid"]
-    typer.echo(f"wrote {target / 'report.md'}: {res['left_out']} hybrid nDCG@5 "
-               f"{general_encoder.mean_score(hybrid, 'hybrid', 'base', 'ndcg@5'):.3f} -> "
-               f"{general_encoder.mean_score(hybrid, 'hybrid', 'tuned', 'ndcg@5'):.3f}")
+    if build:
+        from .general_training import build_shipped
+
+        info = build_shipped(per_dataset)
+        typer.echo(f"wrote {info['path']} ({info['bytes'] / 1e6:.1f} MB, rank {info['rank']}, "
+                   f"{info['pairs']:,} pairs): model id toolsift-general-minilm@{info['sha']}")
+        return
+    target = _out(out, "general_encoder" if leave_out is None else f"general_encoder_without_{leave_out}", quick)
+    res = general_encoder.run(target, quick, leave_out, per_dataset)
+    rows = res["rows"]
+    typer.echo(f"wrote {target / 'report.md'}: {res['mode']} hybrid nDCG@5 "
+               f"{general_encoder.mean_score(rows, 'hybrid', 'base', 'ndcg@5'):.3f} -> "
+               f"{general_encoder.mean_score(rows, 'hybrid', 'tuned', 'ndcg@5'):.3f} (mean of {len(res['scored'])} datasets)")
 bench_app.command("router")(_router_cmd)
 bench_app.command("proxy")(_proxy_cmd)
 

@@ -1,23 +1,23 @@
-"""Leave-one-family-out: does MiniLM tuned on the *other* benchmark families route a new one better?
+"""The general tool encoder (issue 18), scored only on queries it was not trained on.
 
-Issue 18 asks for a general tool encoder that lifts a catalog nobody labelled. This benchmark
-measures the figure that matters for it, what a user's new catalog sees: the bundled MiniLM is
-tuned (`router.tune.tune`, in-batch negatives) on labelled queries of every family except one,
-and the router with that encoder is scored on the left-out family beside the base router. No
-query, tool or catalog of the scored family is seen by training.
+Two figures, both beside the untuned router (the bundled all-MiniLM-L6-v2, `base`):
 
-Training queries per dataset: its published training split where there is one (APIBench
-TorchHub), else its queries; at most ``per_family`` of them per dataset (a seeded draw), each
-paired with every relevant tool. The tuned model is cached by its spec (datasets, draw, settings)
-under the cache folder, like ``bench tuning``'s. Default fusion weights are kept: nothing is
-fitted on the scored family.
+- **cross-fitted** (default): every dataset of every family, each query scored by a model that
+  never saw it. Two models are trained with the shipped recipe (benchmarks/general_training.py),
+  one on the `dev` half of every dataset's queries and one on the `test` half (router_targets'
+  sha1 draw); the `dev` half is scored by the `test` model and the other way round. APIBench
+  TorchHub trains on its published training split in both, so its evaluation questions are
+  never trained on. This is what the shipped model (trained on all of them) is estimated by.
+- **leave-one-family-out** (``--leave-out FAMILY``): one model trained on every other family,
+  scored on that one — what a user's new catalog sees. Nothing of the family is trained on.
+
+The default fusion weights are kept: nothing is fitted on scored queries. Models are cached
+by their training spec under ``<cache>/general/`` (see general_training.train).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -35,124 +35,159 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "seal_tools": ("seal_tools",),
     "bfcl_live": ("bfcl_live_multiple",),
 }
-PER_FAMILY = 400  # training queries drawn per dataset (4,540 pairs when StableToolBench is left out)
-QUICK_PER_FAMILY, QUICK_SCORED = 8, 40
+QUICK_PER_DATASET, QUICK_SCORED = 8, 40
+QUICK_CROSS_FIT = ("restbench_tmdb", "livemcpbench")
+# --quick trains on these small catalogs only: mining hard negatives over all 9,269 tools would
+# embed them all first, minutes on a fresh cache for a pipeline check
+QUICK_TRAIN = ("restbench_tmdb", "restbench_spotify", "livemcpbench", "metatool_single")
 METHODS = ("hybrid", "dense")
+METRICS = ("ndcg@5", "recall@5", "recall@10", "all_gold@10")
 
 
-def training_set(leave_out: str, per_family: int, seed: int = 0) -> tuple[list[Any], list[tuple[str, str]], dict]:
-    """(records of every other family, (query, record id) pairs, pairs per dataset)."""
-    from .datasets import apibench_training, load_dataset
-
-    rng = random.Random(seed)
-    records, examples, seen, counts = [], [], set(), {}
-    for family, names in FAMILIES.items():
-        if family == leave_out:
-            continue
-        for name in names:
-            d = load_dataset(name)
-            queries = list(apibench_training("torchhub") if name == "apibench_torchhub" else d.queries)
-            rng.shuffle(queries)
-            ids = {r.id for r in d.records}
-            for r in d.records:
-                if r.id not in seen:
-                    seen.add(r.id)
-                    records.append(r)
-            pairs = [(q.text, rid) for q in queries[:per_family] for rid in sorted(q.relevant) if rid in ids]
-            examples += pairs
-            counts[name] = len(pairs)
-    return records, examples, counts
-
-
-def _model(records: list[Any], examples: list[tuple[str, str]], config: Any) -> tuple[str, float | None]:
-    """The tuned folder for these pairs (trained now unless an earlier run cached it), and seconds."""
-    from router.dense import default_cache_dir
-    from router.tune import tune
-
-    spec = json.dumps([examples, vars(config)], sort_keys=True)
-    folder = default_cache_dir() / "general" / hashlib.sha256(spec.encode()).hexdigest()[:12]
-    if (folder / "config.json").is_file():
-        return str(folder), None
-    report = tune(records, examples, folder, config=config)
-    return str(folder), report.seconds
-
-
-def _scores(router: Any, queries: list[Any], method: str) -> dict[str, float]:
+def _scores(run: dict[str, dict[str, float]], queries: list[Any]) -> dict[str, float]:
     from ranx import Qrels, Run, evaluate
 
-    from . import router_targets as rt
-
-    run = rt._run(router, queries, k=10, method=method)
     qrels = Qrels({q.id: {r: 1 for r in q.relevant} for q in queries})
     out = {k: round(float(v), 4) for k, v in evaluate(qrels, Run(run), ["ndcg@5", "recall@5", "recall@10"]).items()}
     out["all_gold@10"] = round(sum(set(q.relevant) <= set(run[q.id]) for q in queries) / len(queries), 4)
     return out
 
 
-def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, leave_out: str = "stabletoolbench",
-        per_family: int | None = None) -> dict[str, Any]:
+def _run(router: Any, queries: list[Any], method: str) -> dict[str, dict[str, float]]:
+    from . import router_targets as rt
+
+    return rt._run(router, queries, k=10, method=method)
+
+
+def _scored(d: Any, quick: bool) -> list[Any]:
+    return d.queries[:QUICK_SCORED] if quick else d.queries
+
+
+def cross_fit_rows(models: dict[str, str], datasets: list[str], quick: bool) -> list[dict[str, Any]]:
+    """Per dataset and method: base scores, and the general encoder's with each half scored by
+    the model trained on the other half (``models``: half trained on → folder)."""
     from router import Router
-    from router.tune import TuneConfig
+    from router.model import BASE_MODEL
+
+    from .datasets import load_dataset
+    from .router_targets import _half
+
+    other = {"dev": "test", "test": "dev"}
+    rows = []
+    for name in datasets:
+        d = load_dataset(name)
+        queries = _scored(d, quick)
+        base = Router(d.records, model=BASE_MODEL)
+        halves = {h: [q for q in queries if _half(q.id, name) == h] for h in other}
+        tuned = {h: Router(d.records, model=models[other[h]]) for h in other}
+        for m in METHODS:
+            run = {}
+            for h, qs in halves.items():
+                run.update(_run(tuned[h], qs, m))
+            rows.append({"dataset": name, "method": m, "queries": len(queries),
+                         "scored_by": {h: f"model trained on {other[h]} ({len(qs)} queries)" for h, qs in halves.items()},
+                         "base": _scores(_run(base, queries, m), queries), "tuned": _scores(run, queries)})
+        print(f"{name}: hybrid nDCG@5 {rows[-2]['base']['ndcg@5']:.3f} -> {rows[-2]['tuned']['ndcg@5']:.3f}",
+              flush=True)
+    return rows
+
+
+def lofo_rows(model: str, datasets: list[str], quick: bool) -> list[dict[str, Any]]:
+    from router import Router
+    from router.model import BASE_MODEL
 
     from .datasets import load_dataset
 
-    if leave_out not in FAMILIES:
+    rows = []
+    for name in datasets:
+        d = load_dataset(name)
+        queries = _scored(d, quick)
+        base, tuned = Router(d.records, model=BASE_MODEL), Router(d.records, model=model)
+        for m in METHODS:
+            rows.append({"dataset": name, "method": m, "queries": len(queries),
+                         "base": _scores(_run(base, queries, m), queries),
+                         "tuned": _scores(_run(tuned, queries, m), queries)})
+        print(f"{name}: hybrid nDCG@5 {rows[-2]['base']['ndcg@5']:.3f} -> {rows[-2]['tuned']['ndcg@5']:.3f}",
+              flush=True)
+    return rows
+
+
+def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, leave_out: str | None = None,
+        per_dataset: int | None = None) -> dict[str, Any]:
+    from .general_training import PER_DATASET, SHIPPED_RANK, shipped_form, train
+
+    if leave_out is not None and leave_out not in FAMILIES:
         raise BenchmarkError(f"--leave-out: unknown family {leave_out!r} (choose from: {', '.join(FAMILIES)})")
-    per = per_family or (QUICK_PER_FAMILY if quick else PER_FAMILY)
+    per = per_dataset or (QUICK_PER_DATASET if quick else PER_DATASET)
     out = Path(out_dir) if out_dir else RESULTS
     out.mkdir(parents=True, exist_ok=True)
     t0, load_start = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
-    config = TuneConfig(epochs=1)
-    records, examples, counts = training_set(leave_out, per)
-    model, seconds = _model(records, examples, config)
-    rows = []
-    for name in FAMILIES[leave_out][:1] if quick else FAMILIES[leave_out]:
-        d = load_dataset(name)
-        queries = d.queries[:QUICK_SCORED] if quick else d.queries
-        base, tuned = Router(d.records), Router(d.records, model=model)
-        for m in METHODS:
-            rows.append({"dataset": name, "method": m, "queries": len(queries),
-                         "base": _scores(base, queries, m), "tuned": _scores(tuned, queries, m)})
-        print(f"{name}: hybrid nDCG@5 {rows[-2]['base']['ndcg@5']:.3f} -> {rows[-2]['tuned']['ndcg@5']:.3f}",
-              flush=True)
-    res = {"command": "toolsift bench general-encoder" + (" --quick" if quick else "")
-           + (f" --leave-out {leave_out}" if leave_out != "stabletoolbench" else "")
-           + (f" --per-family {per_family}" if per_family else ""),
-           "quick": quick, "left_out": leave_out, "scored": [r["dataset"] for r in rows[::len(METHODS)]],
-           "trained_on": counts, "pairs": len(examples), "training_records": len(records),
-           "config": vars(config), "model": f"<cache>/general/{Path(model).name}", "training_seconds": seconds,
-           "rows": rows, "wall_seconds": round(time.perf_counter() - t0, 1),
+    only = QUICK_TRAIN if quick else None
+    if leave_out is None:
+        trained = {h: train(h, per, only=only) for h in ("dev", "test")}
+        models = {h: shipped_form(folder) for h, (folder, _) in trained.items()}
+        datasets = list(QUICK_CROSS_FIT) if quick else [n for names in FAMILIES.values() for n in names]
+        rows = cross_fit_rows(models, datasets, quick)
+        training = {h: info for h, (_, info) in trained.items()}
+    else:
+        folder, info = train(None, per, leave_out=leave_out, only=only)
+        names = FAMILIES[leave_out]
+        rows = lofo_rows(shipped_form(folder), list(names[:1] if quick else names), quick)
+        training = {"all but " + leave_out: info}
+    command = ("toolsift bench general-encoder" + (" --quick" if quick else "")
+               + (f" --leave-out {leave_out}" if leave_out else "") + (f" --per-dataset {per_dataset}" if per_dataset else ""))
+    res = {"command": command, "quick": quick, "mode": "leave-one-family-out" if leave_out else "cross-fitted",
+           "left_out": leave_out, "scored": [r["dataset"] for r in rows[::len(METHODS)]], "training": training,
+           "scored_as": f"rank-{SHIPPED_RANK} delta over the base model, as shipped", "rows": rows, "wall_seconds": round(time.perf_counter() - t0, 1),
            "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]}}
     (out / "results.json").write_text(json.dumps(res, indent=1), encoding="utf-8")
     write_report(res, out / "report.md")
     return res
 
 
-def mean_score(rows: list[dict], method: str, side: str, metric: str) -> float:
-    vals = [r[side][metric] for r in rows if r["method"] == method]
+def mean_score(rows: list[dict], method: str, side: str, metric: str, family: str | None = None) -> float:
+    names = FAMILIES.get(family or "", ())
+    vals = [r[side][metric] for r in rows if r["method"] == method and (not family or r["dataset"] in names)]
     return round(sum(vals) / len(vals), 4)
 
 
+def _training_lines(res: dict[str, Any]) -> list[str]:
+    lines = []
+    for label, info in res["training"].items():
+        took = f"{info['seconds']:.0f} s" if info.get("seconds") else "cached by an earlier run"
+        sets = ", ".join(f"{k} {v}" for k, v in info["trained_on"].items())
+        lines.append(f"- model trained on **{label}** (`<cache>/general/{info['spec']}`): {info['pairs']:,} "
+                     f"(query, tool) pairs over {info['records']:,} tools ({sets}); training {took}.")
+    return lines
+
+
 def write_report(res: dict[str, Any], path: Path) -> None:
-    metrics = ("ndcg@5", "recall@5", "recall@10", "all_gold@10")
-    trained = ", ".join(f"{k} {v}" for k, v in res["trained_on"].items())
-    took = f"{res['training_seconds']:.0f} s" if res["training_seconds"] else "cached by an earlier run"
-    lines = [f"# Leave-one-family-out: MiniLM tuned without {res['left_out']}, scored on it", "",
-             f"Command: `{res['command']}` ({res['wall_seconds']:.0f} s; load average {res['load_average']['start']} "
-             f"→ {res['load_average']['end']} on {os.cpu_count()} CPUs).", "",
-             f"Tuned on {res['pairs']:,} (query, tool) pairs from every other family ({trained}), "
-             f"{res['training_records']:,} tools, one epoch (`router.tune`, settings {json.dumps(res['config'])}); "
-             f"training: {took}; model {res['model']}. Nothing of {res['left_out']} is seen by training, and the "
-             "default fusion weights are kept. `base` = the shipped router (bundled MiniLM), `tuned` = the same "
-             "router with the tuned encoder.", "",
-             "| dataset | method | queries | " + " | ".join(f"{m} base → tuned" for m in metrics) + " |",
-             "|---|---|---|" + "---|" * len(metrics)]
+    cross = res["mode"] == "cross-fitted"
+    title = ("# General tool encoder, cross-fitted: every query scored by a model that did not train on it" if cross
+             else f"# Leave-one-family-out: the general encoder's recipe without {res['left_out']}, scored on it")
+    how = ("Each dataset's queries are split in two halves (sha1 of dataset and query id, as in `bench router`); "
+           "the `dev` half is scored by the model trained on the `test` halves and the other way round. "
+           "APIBench TorchHub trains on its published training split in both models." if cross else
+           f"Nothing of {res['left_out']} is seen by training.")
+    lines = [title, "", f"Command: `{res['command']}` ({res['wall_seconds']:.0f} s; load average "
+             f"{res['load_average']['start']} → {res['load_average']['end']} on {os.cpu_count()} CPUs).", "",
+             how + " Recipe (benchmarks/general_training.py): one epoch, batches grown along the base router's hard "
+             "negatives, word embeddings frozen; settings "
+             f"{json.dumps(next(iter(res['training'].values()))['config'])}; each model is scored as it would "
+             f"ship ({res['scored_as']}). `base` = the router with the untuned "
+             "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; default fusion weights "
+             "in both.", "", *_training_lines(res), "",
+             "| dataset | method | queries | " + " | ".join(f"{m} base → tuned" for m in METRICS) + " |",
+             "|---|---|---|" + "---|" * len(METRICS)]
     for r in res["rows"]:
         lines.append(f"| {r['dataset']} | {r['method']} | {r['queries']} | "
-                     + " | ".join(f"{r['base'][m]:.3f} → {r['tuned'][m]:.3f}" for m in metrics) + " |")
-    for m in METHODS:
-        lines.append(f"| **mean** | {m} | | " + " | ".join(
-            f"**{mean_score(res['rows'], m, 'base', k):.3f} → {mean_score(res['rows'], m, 'tuned', k):.3f}**" for k in metrics)
-            + " |")
+                     + " | ".join(f"{r['base'][m]:.3f} → {r['tuned'][m]:.3f}" for m in METRICS) + " |")
+    families = [f for f, names in FAMILIES.items() if any(r["dataset"] in names for r in res["rows"])]
+    lines += ["", "Mean over each family's datasets (hybrid):", "",
+              "| family | " + " | ".join(f"{m} base → tuned" for m in METRICS) + " |", "|---|" + "---|" * len(METRICS)]
+    for f in families:
+        lines.append(f"| {f} | " + " | ".join(
+            f"{mean_score(res['rows'], 'hybrid', 'base', m, f):.3f} → {mean_score(res['rows'], 'hybrid', 'tuned', m, f):.3f}"
+            for m in METRICS) + " |")
     lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")

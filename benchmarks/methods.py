@@ -122,7 +122,10 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
 
         cfg = RouterConfig(field_weights={f: 1 for f in DEFAULT_FIELD_WEIGHTS})
         return Router.from_records(records, config=cfg)  # BM25 only: no dense build needed
-    router = Router.from_records(records, encoder=encoder)
+    from router.model import BASE_MODEL
+
+    # the untuned MiniLM: the shipped general encoder trained on the benchmark data's queries
+    router = Router.from_records(records, encoder=encoder, model=BASE_MODEL)
     if dense:
         _dense_with_progress(router)
     return router

@@ -89,10 +89,14 @@ def load_sets(quick: bool) -> dict[str, Any]:
     return out
 
 
-def build_routers(sets: dict[str, Any], weights: dict[str, int] | None = None, base: dict | None = None) -> dict:
+def build_routers(sets: dict[str, Any], weights: dict[str, int] | None = None, base: dict | None = None,
+                  model: str | None = None) -> dict:
     """One router per corpus (the four StableToolBench files share one corpus). With
-    ``base`` the dense index is reused, so a field-weight grid never re-embeds."""
+    ``base`` the dense index is reused, so a field-weight grid never re-embeds. The model is
+    the untuned bundled MiniLM unless ``model`` is given: the shipped general encoder trained
+    on these queries, so its figures come from the cross-fitted models only (see quality)."""
     from router import Router, RouterConfig
+    from router.model import BASE_MODEL
 
     cfg = RouterConfig(field_weights=weights) if weights else RouterConfig()
     routers: dict[str, Any] = {}
@@ -101,7 +105,7 @@ def build_routers(sets: dict[str, Any], weights: dict[str, int] | None = None, b
         if corpus in routers:
             continue
         dense = base[corpus]._dense if base else None
-        r = Router(d.records, config=cfg, dense=dense)
+        r = Router(d.records, config=cfg, dense=dense, model=model or BASE_MODEL)
         r.encode_queries = QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         routers[corpus] = r
@@ -143,14 +147,19 @@ def _run(router, queries, k: int = 10, **select) -> dict[str, dict[str, float]]:
 
 def evaluate(sets: dict, routers: dict, select: dict, half: str | None = None,
              metrics=("ndcg@5", "recall@5")) -> dict[str, dict[str, float]]:
-    """ranx metrics of one router setting on every dataset (optionally one half of the queries)."""
+    """ranx metrics of one router setting on every dataset (optionally one half of the queries).
+    ``routers`` may map each half ("dev"/"test") to its own routers (cross-fitting)."""
     from ranx import Qrels, Run, evaluate as ranx_evaluate
 
     out = {}
     for name, d in sets.items():
         qs = [q for q in d.queries if half is None or _half(q.id, name) == half]
         qrels = Qrels({q.id: {r: 1 for r in q.relevant} for q in qs})
-        run = Run(_run(router_for(routers, name), qs, **select))
+        if set(routers) == {"dev", "test"}:
+            run = Run({k: v for h in ("dev", "test") for k, v in _run(
+                router_for(routers[h], name), [q for q in qs if _half(q.id, name) == h], **select).items()})
+        else:
+            run = Run(_run(router_for(routers, name), qs, **select))
         out[name] = {m: float(v) for m, v in ranx_evaluate(qrels, run, list(metrics)).items()}
     return out
 
@@ -303,6 +312,8 @@ def quality(sets: dict, quick: bool, config=None) -> dict[str, Any]:
                "router bm25": (routers, {"method": "bm25"}),
                "router dense (plain MiniLM)": (routers, {"method": "dense"}),
                "router hybrid": (routers, {"method": "hybrid"})}
+    if not quick:
+        methods.update(_general_encoder_methods(sets, config))
     for label, (rs, sel) in methods.items():
         per = {h: evaluate(sets, rs, sel, half=h) for h in ("dev", "test")}
         per["all"] = evaluate(sets, rs, sel)
@@ -314,6 +325,23 @@ def quality(sets: dict, quick: bool, config=None) -> dict[str, Any]:
             rows["router hybrid + sub-query split"] = {h: {"per_dataset": v, **objective(v)} for h, v in per.items()}
         print(f"  {label}: all {rows[label]['all']['objective']:.4f}", flush=True)
     return rows
+
+
+def _general_encoder_methods(sets: dict, config) -> dict[str, tuple[dict, dict]]:
+    """The shipped general encoder's rows, cross-fitted: each half of every dataset's queries is
+    routed with the model trained on the other half (benchmarks/general_training.py; trained
+    now, tens of minutes, unless `bench general-encoder` cached them)."""
+    from .general_training import shipped_form, train
+
+    by_half = {}
+    for scored, trained_on in (("dev", "test"), ("test", "dev")):
+        routers = build_routers(sets, config.field_weights if config else None, model=shipped_form(train(trained_on)[0]))
+        if config is not None:
+            routers = {c: r.configured(**{k: v for k, v in config.__dict__.items() if k != "field_weights"})
+                       for c, r in routers.items()}
+        by_half[scored] = routers
+    return {"general encoder dense (cross-fitted)": (by_half, {"method": "dense"}),
+            "general encoder hybrid (cross-fitted)": (by_half, {"method": "hybrid"})}
 
 
 # --- speed ----------------------------------------------------------------------------------
@@ -529,7 +557,11 @@ def write_report(results: dict[str, Any], out: Path) -> None:
     if q:
         lines += ["## Quality (ranx; StableToolBench nDCG@5 averaged over the four files, APIBench Recall@5)", "",
                   "Targets: StableToolBench ≥ 0.75; APIBench ≥ 0.45 on each hub. `dev` = the half of each "
-                  "dataset's queries the grid tuned on, `test` = the other half, `all` = every query.", ""]
+                  "dataset's queries the grid tuned on, `test` = the other half, `all` = every query. The "
+                  "`router` rows use the untuned bundled all-MiniLM-L6-v2 (today's router before the general "
+                  "encoder); the `general encoder … (cross-fitted)` rows route each half with the model trained "
+                  "on the other half of every dataset (`toolsift bench general-encoder` reports them per family), "
+                  "since the shipped delta trained on all of these queries.", ""]
         rows = []
         for label, per in q.items():
             for half in ("dev", "test", "all"):

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from router.model import BASE_MODEL
+
 from . import router_targets as rt
 from . import routing_sets as rs
 from .routing_common import MULTI, NEW, QUICK, SINGLE, TODAY, _metrics
@@ -55,7 +57,7 @@ def routers(sets: dict, model: str | None) -> dict:
         key = "stabletoolbench" if name.startswith("stabletoolbench") else name
         if key in out:
             continue
-        r = Router(d.records, model=model)
+        r = Router(d.records, model=model or BASE_MODEL)
         r.encode_queries = rt.QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         r.dense_index()
@@ -166,7 +168,7 @@ def abstention(model: str | None, quick: bool) -> dict[str, Any]:
         {rs.bfcl_cases: 150, rs.stb_cases: 40, rs.metatool_cases: 200}
     for build in (rs.bfcl_cases, rs.stb_cases, rs.metatool_cases):
         records, cases = build(limits.get(build))
-        r = Router(records, model=model)
+        r = Router(records, model=model or BASE_MODEL)
         r.encode_queries = rt.QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         r.dense_index()
@@ -211,7 +213,7 @@ def exact_names(model: str | None, quick: bool) -> dict[str, Any]:
         if quick and catalog not in ("livemcpbench", "bfcl_live_multiple"):
             continue
         d = load_dataset(catalog)
-        r = Router(d.records, model=model)
+        r = Router(d.records, model=model or BASE_MODEL)
         r.encode_queries = rt.QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         qs = rs.name_queries(catalog, d.records, 5 if quick else 40)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from router.model import BASE_MODEL
+
 from . import router_targets as rt
 
 SPEED_QUERIES = 200
@@ -30,12 +32,12 @@ def overhead(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
     real = list(sets["stabletoolbench_G2_instruction"].records) + [r for n in rt.APIBENCH if n in sets
                                                                     for r in sets[n].records]
     recs, src = rt.replicate(real, 2_000 if quick else rt.SPEED_N)
-    base = Router(real, model=model)
+    base = Router(real, model=model or BASE_MODEL)
     base.dense_index()
     rng = np.random.default_rng(0)
     vecs = base._dense.vectors[src] + rng.normal(0, 0.01, (len(recs), base._dense.vectors.shape[1])).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    new = Router(recs, model=model, dense=DenseIndex(vecs)).configured(**NEW)
+    new = Router(recs, model=model or BASE_MODEL, dense=DenseIndex(vecs)).configured(**NEW)
     new.encode_queries = rt.QueryVectors(new)
     new.encode_query_sentences = new.encode_queries.sentences
     today = new.configured(**TODAY)
@@ -156,7 +158,7 @@ def log_replay(sets: dict, model: str | None, quick: bool) -> dict[str, Any]:
         out["tune_seconds"] = "reused"
     out["model"] = f"<cache>/tuned/{folder.name}"
     for label, m in (("before", model), ("after", str(folder))):
-        r = Router(records, model=m).configured(**NEW)
+        r = Router(records, model=m or BASE_MODEL).configured(**NEW)
         r.encode_queries = rt.QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         per = {}

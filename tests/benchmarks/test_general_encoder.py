@@ -21,16 +21,19 @@ def _toolsift(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-@pytest.mark.skipif(not all(available(n) for names in FAMILIES.values() for n in names),
-                    reason="shared benchmark data not found (set TOOLSIFT_SHARED_DATA)")
-def test_quick_run_trains_without_the_scored_family_and_scores_it(tmp_path):
+_DATA = pytest.mark.skipif(not all(available(n) for names in FAMILIES.values() for n in names),
+                           reason="shared benchmark data not found (set TOOLSIFT_SHARED_DATA)")
+
+
+@_DATA
+def test_quick_leave_one_family_out_trains_without_the_scored_family(tmp_path):
     done = _toolsift("bench", "general-encoder", "--quick", "--leave-out", "restbench", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
-    assert res["left_out"] == "restbench" and res["scored"] == ["restbench_tmdb"]
-    assert not any(name.startswith("restbench") for name in res["trained_on"])  # nothing of it trained on
-    assert set(res["trained_on"]) == {n for f, names in FAMILIES.items() if f != "restbench" for n in names}
-    assert res["pairs"] == sum(res["trained_on"].values()) > 0
+    assert res["mode"] == "leave-one-family-out" and res["scored"] == ["restbench_tmdb"]
+    (info,) = res["training"].values()
+    assert info["trained_on"] and not any(name.startswith("restbench") for name in info["trained_on"])
+    assert info["pairs"] == sum(info["trained_on"].values()) > 0
     for row in res["rows"]:
         for side in ("base", "tuned"):
             assert all(0.0 <= v <= 1.0 for v in row[side].values())
@@ -39,6 +42,31 @@ def test_quick_run_trains_without_the_scored_family_and_scores_it(tmp_path):
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Nothing of restbench is seen by training" in report and "restbench_tmdb" in report
     assert "restbench_tmdb: hybrid nDCG@5" in done.stdout
+
+
+@_DATA
+def test_quick_cross_fit_scores_each_half_with_the_model_that_did_not_train_on_it(tmp_path):
+    from benchmarks.datasets import load_dataset
+    from benchmarks.general_encoder import QUICK_PER_DATASET, QUICK_SCORED, QUICK_TRAIN
+    from benchmarks.general_training import training_pairs
+    from benchmarks.router_targets import _half
+
+    done = _toolsift("bench", "general-encoder", "--quick", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert res["mode"] == "cross-fitted" and set(res["training"]) == {"dev", "test"}
+    assert res["training"]["dev"]["spec"] != res["training"]["test"]["spec"]
+    trained_texts = {h: {q for q, _ in training_pairs(h, QUICK_PER_DATASET, only=QUICK_TRAIN)[1]}
+                     for h in ("dev", "test")}
+    for name in res["scored"]:
+        queries = load_dataset(name).queries[:QUICK_SCORED]
+        for q in queries:  # scored by the other half's model, whose training never saw it
+            other = "test" if _half(q.id, name) == "dev" else "dev"
+            assert q.text not in trained_texts[other], (name, q.id)
+        row = next(r for r in res["rows"] if r["dataset"] == name and r["method"] == "hybrid")
+        assert row["queries"] == len(queries) and set(row["scored_by"]) == {"dev", "test"}
+        assert "model trained on test" in row["scored_by"]["dev"]
+    assert "scored by the model trained on the `test` halves" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
 def test_an_unknown_family_is_one_line_and_exit_2(tmp_path):
