@@ -23,18 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BenchmarkError
+from .general_training import FAMILIES
 
 RESULTS = Path(__file__).parent / "results" / "general_encoder"
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "stabletoolbench": tuple(f"stabletoolbench_{f}" for f in ("G1_instruction", "G1_category", "G1_tool",
-                                                              "G2_instruction")),
-    "apibench": ("apibench_torchhub", "apibench_tensorflowhub", "apibench_huggingface"),
-    "metatool": ("metatool_single", "metatool_multi"),
-    "restbench": ("restbench_tmdb", "restbench_spotify"),
-    "livemcpbench": ("livemcpbench",),
-    "seal_tools": ("seal_tools",),
-    "bfcl_live": ("bfcl_live_multiple",),
-}
 QUICK_PER_DATASET, QUICK_SCORED = 8, 40
 QUICK_CROSS_FIT = ("restbench_tmdb", "livemcpbench")
 # --quick trains on these small catalogs only: mining hard negatives over all 9,269 tools would
@@ -70,7 +61,7 @@ def cross_fit_rows(models: dict[str, str], datasets: list[str], quick: bool) -> 
     from router.model import BASE_MODEL
 
     from .datasets import load_dataset
-    from .router_targets import _half
+    from .halves import half_of as _half
 
     other = {"dev": "test", "test": "dev"}
     rows = []

@@ -21,8 +21,19 @@ import random
 from pathlib import Path
 from typing import Any
 
-from .general_encoder import FAMILIES
+from .halves import half_of
 
+# The benchmark families and their datasets: each is trained on, scored, or left out as a whole.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "stabletoolbench": tuple(f"stabletoolbench_{f}" for f in ("G1_instruction", "G1_category", "G1_tool",
+                                                              "G2_instruction")),
+    "apibench": ("apibench_torchhub", "apibench_tensorflowhub", "apibench_huggingface"),
+    "metatool": ("metatool_single", "metatool_multi"),
+    "restbench": ("restbench_tmdb", "restbench_spotify"),
+    "livemcpbench": ("livemcpbench",),
+    "seal_tools": ("seal_tools",),
+    "bfcl_live": ("bfcl_live_multiple",),
+}
 PER_DATASET = 300
 PER_TOOL = 10  # pairs per tool per dataset: TF Hub has 688 questions for 80 models, a few models most of them
 HALVES = ("dev", "test")
@@ -41,7 +52,6 @@ def training_pairs(half: str | None = None, per_dataset: int = PER_DATASET, seed
     queries of ``half`` ("dev"/"test"; None = all) of every dataset (or of the datasets ``only``
     names), the family ``leave_out`` skipped."""
     from .datasets import apibench_training, load_dataset
-    from .router_targets import _half
 
     rng = random.Random(seed)
     records, examples, groups, seen, counts = [], [], [], set(), {}
@@ -55,7 +65,7 @@ def training_pairs(half: str | None = None, per_dataset: int = PER_DATASET, seed
             if name == "apibench_torchhub":
                 queries = list(apibench_training("torchhub"))
             else:
-                queries = [q for q in d.queries if half is None or _half(q.id, name) == half]
+                queries = [q for q in d.queries if half is None or half_of(q.id, name) == half]
             rng.shuffle(queries)
             ids = {r.id for r in d.records}
             for r in d.records:

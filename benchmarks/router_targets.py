@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from .halves import half_of
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see router/dense.py
@@ -131,9 +133,7 @@ def warm(quick: bool = False) -> None:
 
 # --- quality ------------------------------------------------------------------------------
 
-def _half(qid: str, dataset: str) -> str:
-    """Deterministic dev/test split of a dataset's queries (sha1 of dataset + id)."""
-    return "dev" if int(hashlib.sha1(f"{dataset}:{qid}".encode()).hexdigest(), 16) % 2 == 0 else "test"
+_half = half_of  # deterministic dev/test split of a dataset's queries (benchmarks.halves)
 
 
 def _run(router, queries, k: int = 10, **select) -> dict[str, dict[str, float]]:
@@ -333,7 +333,7 @@ def _general_encoder_methods(sets: dict, config) -> dict[str, tuple[dict, dict]]
     now, tens of minutes, unless `bench general-encoder` cached them)."""
     from .general_training import shipped_form, train
 
-    by_half = {}
+    by_half: dict[str, dict] = {}
     for scored, trained_on in (("dev", "test"), ("test", "dev")):
         routers = build_routers(sets, config.field_weights if config else None, model=shipped_form(train(trained_on)[0]))
         if config is not None:

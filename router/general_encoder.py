@@ -121,7 +121,7 @@ def materialize(base_dir: str | os.PathLike[str], delta: Path = DELTA_FILE) -> s
     """The merged model's folder, written on first use (atomically; concurrent callers serialize)."""
     from safetensors.numpy import save_file
 
-    from .model import file_lock
+    from .locks import file_lock
 
     folder = cache_root() / f"{GENERAL_MODEL}-{delta_sha(delta)}"
     if (folder / WEIGHTS).is_file():

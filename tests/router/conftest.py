@@ -66,6 +66,18 @@ def stb_router(stb_records, emb_cache):
 
 
 @pytest.fixture(scope="session")
+def stb_base_router(stb_records, emb_cache):
+    """`stb_router` with the untuned MiniLM, for tests of what the router does around the encoder on
+    StableToolBench requests: the shipped general encoder trained on them."""
+    from router import Router
+    from router.model import BASE_MODEL
+
+    r = Router.from_records(stb_records, cache_dir=emb_cache, model=BASE_MODEL)
+    r.dense_index()
+    return r
+
+
+@pytest.fixture(scope="session")
 def bm25_router(gorilla_records):
     """All 1,069 bundled Gorilla APIs, BM25 only (no model needed)."""
     from router import Router
