@@ -39,6 +39,9 @@ def tune(db: Db = None,
          batch_size: int = typer.Option(32, "--batch-size", min=2),
          learning_rate: float = typer.Option(3e-5, "--learning-rate"),
          seed: int = typer.Option(0, "--seed"),
+         negatives: str = typer.Option("in-batch", "--negatives", metavar="in-batch|router",
+                                       help="in-batch: shuffled batches; router: batches grown along the "
+                                            "tools the starting model's router confuses (hard negatives)"),
          as_json: Json = False) -> None:
     """Fine-tune the embedding model so that your queries find their tools (in-batch negatives)."""
     from rich.progress import (
@@ -54,6 +57,8 @@ def tune(db: Db = None,
     from router.tune import tune as run_tune
 
     check_destination(out)
+    if negatives not in ("in-batch", "router"):
+        raise RouterError(f"--negatives: use in-batch or router, not {negatives!r}")
     if (queries is None) == (not from_log):
         raise RouterError("give --queries FILE or --from-log LOG (one of them)")
     if from_log:
@@ -73,7 +78,7 @@ def tune(db: Db = None,
                   TimeRemainingColumn(), console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("tune", total=0, loss="-")
         report = run_tune(data.records, train, out, base_model=model,
-                          config=TuneConfig(epochs, batch_size, learning_rate, seed),
+                          config=TuneConfig(epochs, batch_size, learning_rate, seed, negatives),
                           on_start=lambda n: progress.update(task, total=n),
                           on_step=lambda loss: progress.update(task, advance=1, loss=f"{loss:.3f}"))
     weights = None

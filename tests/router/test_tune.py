@@ -149,7 +149,7 @@ def test_cli_tunes_with_a_holdout_and_reports_json(hub, tmp_path):
     labelled.write_text("\n".join(json.dumps({"id": q.id, "query": q.text, "relevant": sorted(q.relevant)})
                                   for q in train[:48]) + "\n", encoding="utf-8")
     res = _cli("tune", "--db", str(db), "--queries", str(labelled), "--out", str(tmp_path / "m"),
-               "--epochs", "1", "--holdout", "0.25", "--json")
+               "--epochs", "1", "--holdout", "0.25", "--negatives", "router", "--json")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["held_out"] + report["examples"] == 48 and 0 < report["held_out"] < 24
@@ -160,6 +160,11 @@ def test_cli_tunes_with_a_holdout_and_reports_json(hub, tmp_path):
     assert saved["base_model"] == "toolsift-general-minilm"  # users' labels tune on top of the shipped encoder
     assert report["weights"][1] in (0.6, 0.7, 0.8, 0.9)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m-")]  # no temp folder left
+
+    assert saved["config"]["negatives"] == "router"
+    res = _cli("tune", "--db", str(db), "--queries", str(labelled), "--out", str(tmp_path / "m3"), "--negatives", "hard")
+    assert res.returncode == 2 and res.stderr.strip().splitlines()[-1].startswith("error: --negatives: use in-batch")
+    assert "Traceback" not in res.stderr
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "1", "query": "x", "relevant": ["torchhub/nope"]}\n', encoding="utf-8")
