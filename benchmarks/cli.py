@@ -50,6 +50,10 @@ def retrieval_cmd(
     db: Db = None,
     queries: Optional[Path] = typer.Option(None, "--queries", help="your labelled queries (JSONL: id, query or "
                                            "messages, relevant: record ids or unique tool names)"),
+    model: Optional[str] = typer.Option(None, "--model", show_default=False,
+                                        help="the router's embedding model (default: the untuned all-MiniLM-L6-v2, "
+                                             "since the shipped general encoder trained on the public datasets; "
+                                             "toolsift-general-minilm or a tuned folder for your own queries)"),
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
     your own catalog and labelled queries (--db with --queries)."""
@@ -66,7 +70,7 @@ def retrieval_cmd(
     # your own runs never overwrite the committed public report
     target = out or (Path("bench-out") / "retrieval" if custom else _out(out, "retrieval", quick))
     res = retrieval.run(_csv(datasets), _csv(methods), target, quick, max_queries, command=_command(),
-                        custom=custom)
+                        custom=custom, model=model)
     typer.echo(f"wrote {target / 'report.md'} ({len(res['datasets'])} datasets, {res['wall_seconds']:.0f} s)")
 
 
@@ -161,12 +165,17 @@ def _router_cmd(
     render: bool = typer.Option(False, "--render", help="only rewrite report.md from OUT/results.json"),
     speed_only: bool = typer.Option(False, "--speed-only",
                                     help="only the speed stage (torch vs the default encoder), into OUT/results.json"),
+    quality_only: bool = typer.Option(False, "--quality-only",
+                                      help="only the quality stage (with the general encoder's cross-fitted rows), "
+                                           "into OUT/results.json"),
 ) -> None:
     """Router quality and speed targets: the defaults' grid, StableToolBench nDCG@5, APIBench Recall@5."""
     from . import router_targets as rt
 
     if speed_only:
         rt.run_speed_only(_out(out, "router_targets", quick), quick=quick)
+    elif quality_only:
+        rt.run_quality_only(_out(out, "router_targets", quick), quick=quick)
     elif render:
         import json
 

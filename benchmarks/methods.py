@@ -109,10 +109,11 @@ def router_class() -> Any:
 
 
 def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: bool = True,
-                 encoder: str | None = None) -> Any:
+                 encoder: str | None = None, model: str | None = None) -> Any:
     """A router over ``records`` with its indexes built (the dense one, when asked, from the
     shared embedding cache), so build time covers everything a first query would otherwise pay.
-    ``encoder``: the router's encoder (None: $TOOLSIFT_ENCODER, default ONNX)."""
+    ``encoder``: the router's encoder (None: $TOOLSIFT_ENCODER, default ONNX); ``model``: None is
+    the untuned MiniLM (the shipped general encoder trained on the benchmark data's queries)."""
     Router = router_class()
     if Router is None:
         raise MethodError("the router package is not importable")
@@ -124,8 +125,7 @@ def build_router(records: list[ApiRecord], uniform_fields: bool = False, dense: 
         return Router.from_records(records, config=cfg)  # BM25 only: no dense build needed
     from router.model import BASE_MODEL
 
-    # the untuned MiniLM: the shipped general encoder trained on the benchmark data's queries
-    router = Router.from_records(records, encoder=encoder, model=BASE_MODEL)
+    router = Router.from_records(records, encoder=encoder, model=model or BASE_MODEL)
     if dense:
         _dense_with_progress(router)
     return router

@@ -51,6 +51,8 @@ def write_report(results: dict[str, Any], out: Path, plots: bool = True) -> None
     if results.get("default_fusion"):
         parts.append(f"The router's shipped hybrid fusion is `{results['default_fusion']}`; "
                      "`hybrid_split` uses it with sub-query splitting on.")
+    if results.get("model"):
+        parts.append(f"The router's embedding model: `{results['model']}`.")
     if results.get("methods_skipped"):
         parts.append("Skipped methods: " + "; ".join(f"`{k}`: {v}" for k, v in results["methods_skipped"].items()))
     if results.get("datasets_missing"):

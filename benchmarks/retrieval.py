@@ -107,9 +107,10 @@ def _measured(build) -> tuple[Any, dict[str, float]]:
 class _Builds:
     """Built searchers of the current corpus; datasets sharing a corpus reuse them."""
 
-    def __init__(self, need_dense: bool = True, encoder: str | None = None) -> None:
+    def __init__(self, need_dense: bool = True, encoder: str | None = None, model: str | None = None) -> None:
         self.need_dense = need_dense  # BM25-only runs never load the model nor embed
         self.encoder = encoder  # None: $TOOLSIFT_ENCODER (default ONNX)
+        self.model = model  # None: the untuned MiniLM (methods.build_router)
         self.key: str | None = None
         self.built: dict[str, tuple[Any, dict[str, float]]] = {}
 
@@ -124,7 +125,7 @@ class _Builds:
             else:
                 dense = self.need_dense and not spec.uniform_fields
                 self.built[family] = _measured(lambda: build_router(records, spec.uniform_fields, dense,
-                                                                          self.encoder))
+                                                                          self.encoder, self.model))
         obj, cost = self.built[family]
         if spec.kind == "router":
             obj = RouterSearch(obj.configured(**spec.config) if spec.config else obj, spec.select)
@@ -254,7 +255,8 @@ def resolve_methods(names: Iterable[str] | None) -> tuple[list[MethodSpec], dict
 
 def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = None,
         out_dir: str | Path = DEFAULT_OUT, quick: bool = False, max_queries: int | None = None,
-        command: str | None = None, plots: bool = True, custom: Sequence[Dataset] = ()) -> dict[str, Any]:
+        command: str | None = None, plots: bool = True, custom: Sequence[Dataset] = (),
+        model: str | None = None) -> dict[str, Any]:
     """Run the comparison and write results.json, report.md and plots into ``out_dir``.
 
     ``custom``: datasets of your own (`benchmarks.custom.load_custom`); with them, the public
@@ -287,13 +289,16 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
             "max_records": QUICK_RECORDS, "seed": QUICK_SEED,
             "note": "a pipeline check (CI), not a measurement: smaller corpora make retrieval easier",
         }
-    builds = _Builds(need_dense)
+    from router.model import BASE_MODEL
+
+    results["model"] = model or BASE_MODEL
+    builds = _Builds(need_dense, model=model)
     if need_dense:
         from router.dense import Embedder
 
         # the encoder $TOOLSIFT_ENCODER names (default ONNX), loaded once per process (torch: ~8 s
         # of imports; ONNX: the export on first use): not part of any index's build time
-        warm = Embedder()
+        warm = Embedder(model or BASE_MODEL)
         warm.model
         results["encoder"] = warm.backend
         one_torch_thread()
