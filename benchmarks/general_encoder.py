@@ -145,7 +145,7 @@ def mean_score(rows: list[dict], method: str, side: str, metric: str, family: st
 def _training_lines(res: dict[str, Any]) -> list[str]:
     lines = []
     for label, info in res["training"].items():
-        took = f"{info['seconds']:.0f} s" if info.get("seconds") else "cached by an earlier run"
+        took = f"{info['seconds']:,.0f} s" + (" (an earlier run; cached)" if info.get("cached") else "")
         sets = ", ".join(f"{k} {v}" for k, v in info["trained_on"].items())
         lines.append(f"- model trained on **{label}** (`<cache>/general/{info['spec']}`): {info['pairs']:,} "
                      f"(query, tool) pairs over {info['records']:,} tools ({sets}); training {took}.")

@@ -106,6 +106,11 @@ def train(half: str | None = None, per_dataset: int = PER_DATASET, leave_out: st
     if not (folder / "config.json").is_file():
         report = tune(records, examples, folder, base_model=BASE_MODEL, config=config, groups=groups)
         info["seconds"] = report.seconds
+    else:  # the run that trained it recorded its time (router.tune's toolsift-tune.json)
+        from router.config import TUNE_FILE
+
+        saved = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
+        info["seconds"], info["cached"] = saved.get("seconds"), True
     return str(folder), info
 
 
