@@ -352,6 +352,11 @@ def _general_encoder_cmd(
     from . import general_encoder
 
     if build:
+        # the shipped delta is trained on every family, with the full recipe, into the package:
+        # a --leave-out, --quick or --out here would be silently ignored, so it is refused instead
+        given = [flag for flag, v in (("--leave-out", leave_out), ("--quick", quick), ("--out", out)) if v]
+        if given:
+            raise BenchmarkError(f"--build trains the shipped encoder on every family and takes no {', '.join(given)}")
         from .general_training import build_shipped
 
         info = build_shipped(per_dataset)

@@ -74,3 +74,17 @@ def test_an_unknown_family_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: --leave-out: unknown family 'nope'")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("extra", [["--leave-out", "apibench"], ["--quick"]])
+def test_build_refuses_options_it_would_ignore(tmp_path, extra):
+    from router.general_encoder import DELTA_FILE
+
+    before = DELTA_FILE.stat().st_mtime_ns
+    # refused before any training starts (a build that went ahead would run for tens of minutes)
+    done = subprocess.run([str(_SCRIPT), "bench", "general-encoder", "--build", *extra], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: --build trains the shipped encoder on every family and takes no {extra[0]}")
+    assert DELTA_FILE.stat().st_mtime_ns == before
