@@ -77,7 +77,7 @@ def test_an_unknown_family_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("extra", [["--leave-out", "apibench"], ["--quick"]])
-def test_build_refuses_options_it_would_ignore(tmp_path, extra):
+def test_build_refuses_options_it_would_ignore(extra):
     from router.general_encoder import DELTA_FILE
 
     before = DELTA_FILE.stat().st_mtime_ns
