@@ -152,8 +152,14 @@ def _training_lines(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _epochs(config: dict[str, Any]) -> str:
+    n = config["epochs"]
+    return "one epoch" if n == 1 else f"{n} epochs"
+
+
 def write_report(res: dict[str, Any], path: Path) -> None:
     cross = res["mode"] == "cross-fitted"
+    config = next(iter(res["training"].values()))["config"]
     title = ("# General tool encoder, cross-fitted: every query scored by a model that did not train on it" if cross
              else f"# Leave-one-family-out: the general encoder's recipe without {res['left_out']}, scored on it")
     how = ("Each dataset's queries are split in two halves (sha1 of dataset and query id, as in `bench router`); "
@@ -162,9 +168,9 @@ def write_report(res: dict[str, Any], path: Path) -> None:
            f"Nothing of {res['left_out']} is seen by training.")
     lines = [title, "", f"Command: `{res['command']}` ({res['wall_seconds']:.0f} s; load average "
              f"{res['load_average']['start']} → {res['load_average']['end']} on {os.cpu_count()} CPUs).", "",
-             how + " Recipe (benchmarks/general_training.py): one epoch, batches grown along the base router's hard "
-             "negatives, word embeddings frozen; settings "
-             f"{json.dumps(next(iter(res['training'].values()))['config'])}; each model is scored as it would "
+             how + f" Recipe (benchmarks/general_training.py): {_epochs(config)}, batches grown along the base "
+             "router's hard negatives, word embeddings frozen; settings "
+             f"{json.dumps(config)}; each model is scored as it would "
              f"ship ({res['scored_as']}). `base` = the router with the untuned "
              "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; default fusion weights "
              "in both.", "", *_training_lines(res), "",

@@ -42,7 +42,9 @@ HALVES = ("dev", "test")
 def recipe() -> Any:
     from router.tune import TuneConfig
 
-    return TuneConfig(epochs=1, negatives="router", freeze_embeddings=True)
+    # two epochs (tune's default) over one: cross-fitted, every family's nDCG@5 went up
+    # (StableToolBench 0.795 -> 0.801, RestBench 0.604 -> 0.630), at twice the training time
+    return TuneConfig(epochs=2, negatives="router", freeze_embeddings=True)
 
 
 def training_pairs(half: str | None = None, per_dataset: int = PER_DATASET, seed: int = 0,
