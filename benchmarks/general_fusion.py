@@ -59,13 +59,13 @@ def _per_dataset(rows: list[dict[str, Any]], pick: dict[str, float]) -> dict[str
 
 
 def choose(rows: list[dict[str, Any]], half: str) -> float:
-    """The dense weight the grid's rule picks on ``half``'s objective."""
-    from .router_targets import KEEP_DEFAULT_MARGIN, objective
+    """The dense weight the grid's rule (router_targets._pick) picks on ``half``'s objective."""
+    from .router_targets import _pick, objective
 
-    score = {wd: objective({r["dataset"]: r for r in rows if r["dense_weight"] == wd and r["half"] == half})["objective"]
-             for wd in DENSE_GRID}
-    best = max(DENSE_GRID, key=lambda wd: score[wd])
-    return best if score[best] - score[DENSE_GRID[0]] > KEEP_DEFAULT_MARGIN else DENSE_GRID[0]
+    scored = [{"dense_weight": wd, **objective({r["dataset"]: r for r in rows
+                                                 if r["dense_weight"] == wd and r["half"] == half})}
+              for wd in DENSE_GRID]
+    return _pick(scored, lambda e: e["dense_weight"] == DENSE_GRID[0])["dense_weight"]
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
