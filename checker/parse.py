@@ -11,6 +11,7 @@ between parse attempts when the current check's deadline has passed.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -25,6 +26,21 @@ MAX_DEPTH = 60          # deeper bracket nesting is not parsed (the native parse
 
 # value kinds: ("str", s) ("num", text) ("name", dotted) ("call", index) ("other", node type)
 Value = tuple[str, Any]
+
+
+def _evaluated(node: Any) -> Any:
+    """A string literal's value, the same whatever the caller's warning filters are.
+
+    An invalid escape such as ``"\\}"`` in generated code makes ``literal_eval`` warn; under
+    ``-W error`` that warning becomes a SyntaxError and the same call would get another verdict.
+    The filters are only touched for literals with a backslash: ``catch_warnings`` swaps global
+    state, so it stays off the common path of a checker running in several threads.
+    """
+    if "\\" not in _empty_module().code_for_node(node):
+        return node.evaluated_value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return node.evaluated_value
 
 
 class Call:
@@ -122,7 +138,7 @@ class _Collector:
         cst = self.cst
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
             try:
-                v = node.evaluated_value
+                v = _evaluated(node)
             except Exception:  # noqa: BLE001 - odd literals (bytes, bad escapes) are just code
                 v = None
             if isinstance(v, str):

@@ -153,3 +153,21 @@ def test_gorilla_mode_parse_is_held_to_the_budget(torchhub):
     assert took < TIME_BUDGET + 1, f"{took:.1f}s"
     assert verdict.verdict == "unparsable" and "time budget" in verdict.defects[0].message
     assert check_code(f"<<<api_call>>>: {GOOD}", torchhub, mode="gorilla").verdict == "valid"  # parser reset
+
+
+def test_a_string_with_an_invalid_escape_is_read_the_same_under_any_warning_filter(tmp_path):
+    """`'resnet50\\}'` makes Python warn while the literal is evaluated; under PYTHONWARNINGS=error
+    the warning used to drop the argument, so the verdict named a different model ('missing')."""
+    call = "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50\\}', pretrained=True)"
+    inputs = tmp_path / "outputs.jsonl"
+    inputs.write_text(json.dumps({"id": "escape", "output": call}) + "\n", encoding="utf-8")
+    script = Path(sys.executable).parent / "toolsift"
+    verdicts = []
+    for filters in ("default", "error"):
+        proc = subprocess.run([str(script), "check", str(inputs), "--db", str(TORCH), "--json"], capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": filters})
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        verdicts.append(json.loads(proc.stdout))
+    assert verdicts[0] == verdicts[1]
+    (defect,) = verdicts[1]["defects"]
+    assert defect["kind"] == "hallucinated" and "model: 'resnet50" in defect["message"], defect
