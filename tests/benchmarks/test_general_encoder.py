@@ -88,3 +88,13 @@ def test_build_refuses_options_it_would_ignore(extra):
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: --build trains the shipped encoder on every family and takes no {extra[0]}")
     assert DELTA_FILE.stat().st_mtime_ns == before
+
+
+def test_help_states_the_pairs_per_dataset_the_recipe_uses():
+    from benchmarks.general_training import PER_DATASET
+
+    # the help is what a user reads before a run of tens of minutes: it must not drift from the recipe
+    done = subprocess.run([str(_SCRIPT), "bench", "general-encoder", "--help"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"(default {PER_DATASET}," in " ".join(done.stdout.split())  # the help wraps lines
