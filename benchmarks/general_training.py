@@ -18,8 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .halves import half_of
 
@@ -109,7 +110,10 @@ def train(half: str | None = None, per_dataset: int = PER_DATASET, leave_out: st
     info = {"half": half, "leave_out": leave_out, "pairs": len(examples), "trained_on": counts,
             "records": len(records), "config": vars(config), "spec": key}
     if not (folder / "config.json").is_file():
-        report = tune(records, examples, folder, base_model=BASE_MODEL, config=config, groups=groups)
+        which = f"all but {leave_out}" if leave_out else (f"the {half} half" if half else "every family")
+        with _training_progress(f"training on {which}: {len(examples):,} pairs") as (on_start, on_step):
+            report = tune(records, examples, folder, base_model=BASE_MODEL, config=config, groups=groups,
+                          on_start=on_start, on_step=on_step)
         info["seconds"] = report.seconds
     else:  # the run that trained it recorded its time (router.tune's toolsift-tune.json)
         from router.config import TUNE_FILE
@@ -117,6 +121,27 @@ def train(half: str | None = None, per_dataset: int = PER_DATASET, leave_out: st
         saved = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
         info["seconds"], info["cached"] = saved.get("seconds"), True
     return str(folder), info
+
+
+@contextmanager
+def _training_progress(what: str) -> Iterator[tuple[Callable[[int], None], Callable[[float], None]]]:
+    """A bar on stderr while a model trains (tens of minutes); where stderr is not a terminal
+    (a background run's log) the bar is off, so one line says what is training and how many steps."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = Console(stderr=True)
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
+                  TimeRemainingColumn(), console=console, transient=True,
+                  disable=not console.is_terminal) as progress:
+        task = progress.add_task("train", total=0, loss="-")
+
+        def on_start(steps: int) -> None:
+            progress.update(task, total=steps)
+            if not console.is_terminal:
+                console.print(f"{what}, {steps:,} training steps", highlight=False)
+
+        yield on_start, lambda loss: progress.update(task, advance=1, loss=f"{loss:.3f}")
 
 
 SHIPPED_RANK = 64  # of each weight matrix's change; see build_shipped

@@ -16,19 +16,35 @@ from benchmarks.general_encoder import FAMILIES
 _SCRIPT = Path(sys.executable).parent / "toolsift"
 
 
-def _toolsift(*args: str) -> subprocess.CompletedProcess:
+def _toolsift(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(_SCRIPT), *args], capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
 
 
 _DATA = pytest.mark.skipif(not all(available(n) for names in FAMILIES.values() for n in names),
                            reason="shared benchmark data not found (set TOOLSIFT_SHARED_DATA)")
 
 
+def _cache_without_trained_models(tmp_path: Path) -> Path:
+    """A $TOOLSIFT_CACHE holding the user's embedding caches but no trained model, so the run trains."""
+    from router.dense import default_cache_dir
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    real = default_cache_dir()
+    for entry in real.iterdir() if real.is_dir() else ():
+        if entry.name != "general":
+            (cache / entry.name).symlink_to(entry)
+    return cache
+
+
 @_DATA
 def test_quick_leave_one_family_out_trains_without_the_scored_family(tmp_path):
-    done = _toolsift("bench", "general-encoder", "--quick", "--leave-out", "restbench", "--out", str(tmp_path))
+    cache = _cache_without_trained_models(tmp_path)
+    done = _toolsift("bench", "general-encoder", "--quick", "--leave-out", "restbench", "--out", str(tmp_path / "out"),
+                     env={"TOOLSIFT_CACHE": str(cache)})
     assert done.returncode == 0, done.stderr[-2000:]
+    tmp_path = tmp_path / "out"
     res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert res["mode"] == "leave-one-family-out" and res["scored"] == ["restbench_tmdb"]
     (info,) = res["training"].values()
@@ -42,6 +58,8 @@ def test_quick_leave_one_family_out_trains_without_the_scored_family(tmp_path):
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "Nothing of restbench is seen by training" in report and "restbench_tmdb" in report
     assert "restbench_tmdb: hybrid nDCG@5" in done.stdout
+    # stderr is a pipe here, as in a background run's log: no bar, but one line on what is training
+    assert f"training on all but restbench: {info['pairs']:,} pairs, " in done.stderr, done.stderr[-2000:]
 
 
 @_DATA
