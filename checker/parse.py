@@ -28,15 +28,15 @@ MAX_DEPTH = 60          # deeper bracket nesting is not parsed (the native parse
 Value = tuple[str, Any]
 
 
-def _evaluated(node: Any) -> Any:
-    """A string literal's value, the same whatever the caller's warning filters are.
+def _evaluated(node: Any, text: str) -> Any:
+    """A string literal's value (``text``: its source), the same whatever the warning filters are.
 
     An invalid escape such as ``"\\}"`` in generated code makes ``literal_eval`` warn; under
     ``-W error`` that warning becomes a SyntaxError and the same call would get another verdict.
     The filters are only touched for literals with a backslash: ``catch_warnings`` swaps global
     state, so it stays off the common path of a checker running in several threads.
     """
-    if "\\" not in _empty_module().code_for_node(node):
+    if "\\" not in text:
         return node.evaluated_value
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -138,7 +138,7 @@ class _Collector:
         cst = self.cst
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
             try:
-                v = _evaluated(node)
+                v = _evaluated(node, self.code(node))
             except Exception:  # noqa: BLE001 - odd literals (bytes, bad escapes) are just code
                 v = None
             if isinstance(v, str):

@@ -40,12 +40,11 @@ def _cache_without_trained_models(tmp_path: Path) -> Path:
 
 @_DATA
 def test_quick_leave_one_family_out_trains_without_the_scored_family(tmp_path):
-    cache = _cache_without_trained_models(tmp_path)
-    done = _toolsift("bench", "general-encoder", "--quick", "--leave-out", "restbench", "--out", str(tmp_path / "out"),
+    cache, out = _cache_without_trained_models(tmp_path), tmp_path / "out"
+    done = _toolsift("bench", "general-encoder", "--quick", "--leave-out", "restbench", "--out", str(out),
                      env={"TOOLSIFT_CACHE": str(cache)})
     assert done.returncode == 0, done.stderr[-2000:]
-    tmp_path = tmp_path / "out"
-    res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert res["mode"] == "leave-one-family-out" and res["scored"] == ["restbench_tmdb"]
     (info,) = res["training"].values()
     assert info["trained_on"] and not any(name.startswith("restbench") for name in info["trained_on"])
@@ -55,7 +54,7 @@ def test_quick_leave_one_family_out_trains_without_the_scored_family(tmp_path):
             assert all(0.0 <= v <= 1.0 for v in row[side].values())
     hybrid = next(r for r in res["rows"] if r["method"] == "hybrid")
     assert hybrid["base"]["recall@10"] > 0.3, hybrid  # real RestBench queries are routed, not noise
-    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    report = (out / "report.md").read_text(encoding="utf-8")
     assert "Nothing of restbench is seen by training" in report and "restbench_tmdb" in report
     assert "restbench_tmdb: hybrid nDCG@5" in done.stdout
     # stderr is a pipe here, as in a background run's log: no bar, but one line on what is training
