@@ -11,7 +11,8 @@ Two figures, both beside the untuned router (the bundled all-MiniLM-L6-v2, `base
 - **leave-one-family-out** (``--leave-out FAMILY``): one model trained on every other family,
   scored on that one — what a user's new catalog sees. Nothing of the family is trained on.
 
-The default fusion weights are kept: nothing is fitted on scored queries. Cross-fitting also
+The default fusion weights are kept, and the general encoder is scored at its own fusion depth
+(router.config.GENERAL_ENCODER_DEPTH, chosen nested below): nothing is fitted on scored queries. Cross-fitting also
 asks whether the general encoder would route better with other weights, choosing them on one
 half and scoring the other (benchmarks/general_fusion.py). Models are cached by their training
 spec under ``<cache>/general/`` (see general_training.train).
@@ -60,6 +61,7 @@ def cross_fit_rows(models: dict[str, str], datasets: list[str], quick: bool) -> 
     """Per dataset and method: base scores, and the general encoder's with each half scored by
     the model trained on the other half (``models``: half trained on → folder)."""
     from router import Router
+    from router.config import general_encoder_config
     from router.model import BASE_MODEL
 
     from .datasets import load_dataset
@@ -72,7 +74,7 @@ def cross_fit_rows(models: dict[str, str], datasets: list[str], quick: bool) -> 
         queries = _scored(d, quick)
         base = Router(d.records, model=BASE_MODEL)
         halves = {h: [q for q in queries if _half(q.id, name) == h] for h in other}
-        tuned = {h: Router(d.records, model=models[other[h]]) for h in other}
+        tuned = {h: Router(d.records, model=models[other[h]], config=general_encoder_config()) for h in other}
         for m in METHODS:
             run = {}
             for h, qs in halves.items():
@@ -87,6 +89,7 @@ def cross_fit_rows(models: dict[str, str], datasets: list[str], quick: bool) -> 
 
 def lofo_rows(model: str, datasets: list[str], quick: bool) -> list[dict[str, Any]]:
     from router import Router
+    from router.config import general_encoder_config
     from router.model import BASE_MODEL
 
     from .datasets import load_dataset
@@ -95,7 +98,8 @@ def lofo_rows(model: str, datasets: list[str], quick: bool) -> list[dict[str, An
     for name in datasets:
         d = load_dataset(name)
         queries = _scored(d, quick)
-        base, tuned = Router(d.records, model=BASE_MODEL), Router(d.records, model=model)
+        base = Router(d.records, model=BASE_MODEL)
+        tuned = Router(d.records, model=model, config=general_encoder_config())
         for m in METHODS:
             rows.append({"dataset": name, "method": m, "queries": len(queries),
                          "base": _scores(_run(base, queries, m), queries),
@@ -137,7 +141,7 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, leav
     res = {"command": command, "quick": quick, "mode": "leave-one-family-out" if leave_out else "cross-fitted",
            "left_out": leave_out, "scored": [r["dataset"] for r in rows[::len(METHODS)]], "training": training,
            "scored_as": f"rank-{SHIPPED_RANK} delta over the base model, as shipped", "rows": rows,
-           "weight_grid": weights, "wall_seconds": round(time.perf_counter() - t0, 1),
+           "weight_grid": weights, "fusion": _fusion(), "wall_seconds": round(time.perf_counter() - t0, 1),
            "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]}}
     (out / "results.json").write_text(json.dumps(res, indent=1), encoding="utf-8")
     write_report(res, out / "report.md")
@@ -165,6 +169,22 @@ def _epochs(config: dict[str, Any]) -> str:
     return "one epoch" if n == 1 else f"{n} epochs"
 
 
+def _fusion() -> dict[str, dict[str, Any]]:
+    from router import RouterConfig
+    from router.config import general_encoder_config
+
+    return {side: {"weights": list(c.weights), "depth": c.depth}
+            for side, c in (("base", RouterConfig()), ("tuned", general_encoder_config()))}
+
+
+def _fusion_line(res: dict[str, Any]) -> str:
+    f = res.get("fusion")
+    if not f:  # a report written before the general encoder had its own depth
+        return "default fusion weights in both."
+    return (f"fusion weights {tuple(f['base']['weights'])} in both; fusion depth {f['base']['depth']} for `base`, "
+            f"{f['tuned']['depth']} for `tuned` (each model's default, router.config.config_for_model).")
+
+
 def write_report(res: dict[str, Any], path: Path) -> None:
     cross = res["mode"] == "cross-fitted"
     config = next(iter(res["training"].values()))["config"]
@@ -180,8 +200,7 @@ def write_report(res: dict[str, Any], path: Path) -> None:
              "router's hard negatives, word embeddings frozen; settings "
              f"{json.dumps(config)}; each model is scored as it would "
              f"ship ({res['scored_as']}). `base` = the router with the untuned "
-             "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; default fusion weights "
-             "in both.", "", *_training_lines(res), "",
+             "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; " + _fusion_line(res), "", *_training_lines(res), "",
              "| dataset | method | queries | " + " | ".join(f"{m} base → tuned" for m in METRICS) + " |",
              "|---|---|---|" + "---|" * len(METRICS)]
     for r in res["rows"]:

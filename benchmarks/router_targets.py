@@ -331,15 +331,16 @@ def _general_encoder_methods(sets: dict, config) -> dict[str, tuple[dict, dict]]
     """The shipped general encoder's rows, cross-fitted: each half of every dataset's queries is
     routed with the model trained on the other half (benchmarks/general_training.py; trained
     now, tens of minutes, unless `bench general-encoder` cached them)."""
+    from router.config import general_encoder_config
+
     from .general_training import shipped_form, train
 
     by_half: dict[str, dict] = {}
     for scored, trained_on in (("dev", "test"), ("test", "dev")):
         routers = build_routers(sets, config.field_weights if config else None, model=shipped_form(train(trained_on)[0]))
-        if config is not None:
-            routers = {c: r.configured(**{k: v for k, v in config.__dict__.items() if k != "field_weights"})
-                       for c, r in routers.items()}
-        by_half[scored] = routers
+        # the grid's chosen settings (or the defaults), at the general encoder's own fusion depth
+        settings = {k: v for k, v in general_encoder_config(config).__dict__.items() if k != "field_weights"}
+        by_half[scored] = {c: r.configured(**settings) for c, r in routers.items()}
     return {"general encoder dense (cross-fitted)": (by_half, {"method": "dense"}),
             "general encoder hybrid (cross-fitted)": (by_half, {"method": "hybrid"})}
 
@@ -551,6 +552,8 @@ def _encoder_speed_lines(s: dict[str, Any]) -> list[str]:
 
 
 def write_report(results: dict[str, Any], out: Path) -> None:
+    from router.config import GENERAL_ENCODER_DEPTH
+
     q = results.get("quality", {})
     lines = ["# Router targets", "", f"Command: `{results['command']}`", "",
              f"Machine: {results['machine']}", ""]
@@ -563,7 +566,8 @@ def write_report(results: dict[str, Any], out: Path) -> None:
                   "`router` rows use the untuned bundled all-MiniLM-L6-v2 (today's router before the general "
                   "encoder); the `general encoder … (cross-fitted)` rows route each half with the model trained "
                   "on the other half of every dataset (`toolsift bench general-encoder` reports them per family), "
-                  "since the shipped delta trained on all of these queries.", ""]
+                  "since the shipped delta trained on all of these queries, at the general encoder's own fusion "
+                  f"depth ({GENERAL_ENCODER_DEPTH}; router.config).", ""]
         rows = []
         for label, per in q.items():
             for half in ("dev", "test", "all"):

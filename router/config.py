@@ -8,11 +8,11 @@ reads without the two importing each other.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import text as rtext
-from .model import BUNDLED
+from .model import BUNDLED, DEFAULT_MODEL
 
 TUNE_FILE = "toolsift-tune.json"  # marks a folder `toolsift tune` wrote (safe to replace)
 METHODS = ("hybrid", "bm25", "dense")
@@ -36,7 +36,10 @@ class RouterConfig:
     fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
     weights: tuple[float, float] = (0.4, 0.6)  # (bm25, dense)
     rrf_k: float = 60.0
-    depth: int = 100                     # how deep each retriever's list goes into fusion
+    # How deep each retriever's list goes into fusion; wsum min-max normalizes each list over
+    # this many, so it also sets how far a score is from the list's floor. The general encoder
+    # has its own (GENERAL_ENCODER_DEPTH).
+    depth: int = 100
     split: bool = False                  # sub-query splitting of multi-request queries
     split_merge: str = "interleave"      # how sub-query rankings merge: "interleave" or "rrf"
     # Hybrid only: each tool's fused score gains group_boost x the best fused score among
@@ -89,7 +92,25 @@ def tuned_weights(model_id: str) -> tuple[float, float] | None:
         return None
 
 
+# The shipped general encoder fuses each retriever's top 50, not top 100. On a catalog of fewer
+# than 100 tools the dense list at depth 100 is the whole catalog, so its min-max floor is the
+# least related tool and the dense scores of the plausible ones crowd near 1, while BM25's list
+# holds only the tools sharing a word: BM25 decides. Chosen cross-fitted by `toolsift bench
+# general-encoder` (benchmarks/general_fusion.py): depth 50 wins on each half of the queries
+# chosen on the other, TorchHub Recall@5 0.409 -> 0.473 for TF Hub 0.645 -> 0.613. The untuned
+# MiniLM keeps 100: at 50 it loses on most data sets (measured in the same benchmark).
+GENERAL_ENCODER_DEPTH = 50
+
+
+def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
+    """``base`` (default: the defaults) with the general encoder's own fusion depth."""
+    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH)
+
+
 def config_for_model(model: str | None) -> RouterConfig:
-    """The defaults, with the fusion weights `toolsift tune` chose for a tuned model folder."""
+    """The defaults for a model: the fusion weights `toolsift tune` chose for a tuned model
+    folder; the general encoder's fusion depth for the default model (``None``)."""
     weights = tuned_weights(model) if model else None
-    return RouterConfig(weights=weights) if weights else RouterConfig()
+    if weights:
+        return RouterConfig(weights=weights)
+    return general_encoder_config() if (model or DEFAULT_MODEL) == DEFAULT_MODEL else RouterConfig()

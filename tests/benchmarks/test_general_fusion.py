@@ -33,3 +33,20 @@ def test_a_gain_within_the_margin_keeps_the_default():
     rows = _rows({("dev", 0.75): 0.0005, ("test", 0.75): 0.0005})
     assert choose(rows, "dev") == choose(rows, "test") == 0.6
     assert summary(rows)["keep_default"]
+
+
+def test_the_depth_stage_is_chosen_and_reported_apart_from_the_weights():
+    """Depth rows (stage "depth") are judged on their own grid, nested like the weights; the
+    weight rows beside them do not enter that choice."""
+    from benchmarks.general_fusion import DEPTH_GRID
+
+    depth = [{"dataset": n, "half": h, "stage": "depth", "depth": dp, "dense_weight": 0.6, "queries": 10,
+              "ndcg@5": 0.5 + (0.02 if dp == 50 else 0.0), "recall@5": 0.5 + (0.02 if dp == 50 else 0.0)}
+             for names in FAMILIES.values() for n in names for h in HALVES for dp in DEPTH_GRID]
+    rows = depth + _rows({("dev", 0.8): 0.05, ("test", 0.8): -0.08})
+    s = summary(rows, "depth")
+    assert s["chosen_on"] == {"dev": 50, "test": 50} and not s["keep_default"]
+    assert summary(rows)["chosen_on"] == {"dev": 0.8, "test": 0.6}  # the weight stage alone
+    text = "\n".join(report_lines(rows))
+    assert "chosen on `dev` 50, on `test` 50" in text and "ships with depth 50 (the nested choice beats 100)" in text
+    assert "The router keeps (0.4, 0.6)" in text

@@ -101,6 +101,7 @@ def test_fusion_weights_recorded_in_the_folder_are_the_routers_default(hub):
     assert tuned_weights(str(out)) == (0.2, 0.8)
     assert model_identity(str(out)) == identity  # the weights are not the model's: no re-embedding
     assert Router(ds.records, model=str(out)).config.weights == (0.2, 0.8)
+    assert Router(ds.records, model=str(out)).config.depth == 100  # the depth its weights were fitted at
     assert Router(ds.records, model=str(out), config=RouterConfig()).config.weights == (0.4, 0.6)
     assert Router(ds.records).config.weights == (0.4, 0.6)
 

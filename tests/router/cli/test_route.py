@@ -85,3 +85,36 @@ def test_bad_input_exits_2_with_one_line(gorilla_db, tmp_path, monkeypatch, caps
         assert exc.value.code == 2, (args, err)
         assert needle in err and "Traceback" not in err
         assert err.strip().splitlines()[-1].startswith("error: ")
+
+
+def test_route_fuses_at_the_general_encoders_depth_and_the_base_model_at_100(hub_db, tmp_path):
+    """The default model fuses each retriever's top 50 (router.config.GENERAL_ENCODER_DEPTH), the
+    untuned MiniLM its top 100. On this 94-tool catalog the two depths rank some requests
+    differently; the installed command must route as the library's default does."""
+    from router import Router
+    from router.config import GENERAL_ENCODER_DEPTH
+    from router.model import BASE_MODEL
+
+    from tests.conftest import shared
+    from tests.support.cli import toolsift
+
+    shared("gorilla", "apibench", "torchhub_eval.json")
+    from benchmarks.datasets import load_dataset
+
+    queries = load_dataset("apibench_torchhub").queries[:60]
+    assert toolsift("index", db=hub_db).returncode == 0
+    router = Router.open(hub_db)
+    assert router.config.depth == GENERAL_ENCODER_DEPTH == 50
+    assert Router(router.records, model=BASE_MODEL).config.depth == 100  # no vectors needed to ask
+
+    def top5(r: Router) -> dict[str, list[str]]:
+        return {q.id: [s.record.id for s in r.select(q.text, k=5)] for q in queries}
+
+    at50, at100 = top5(router), top5(router.configured(depth=100))
+    assert at50 != at100  # otherwise this catalog cannot tell the depths apart
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps({"id": q.id, "query": q.text}) + "\n" for q in queries))
+    res = toolsift("route", "--queries", qfile, "-k", "5", db=hub_db)
+    assert res.returncode == 0, res.stderr
+    cli = {x["id"]: [t["id"] for t in x["tools"]] for x in map(json.loads, res.stdout.splitlines())}
+    assert cli == at50
