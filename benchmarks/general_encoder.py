@@ -12,9 +12,9 @@ Two figures, both beside the untuned router (the bundled all-MiniLM-L6-v2, `base
   scored on that one — what a user's new catalog sees. Nothing of the family is trained on.
 
 The default fusion weights are kept, and the general encoder is scored at its own fusion depth
-(router.config.GENERAL_ENCODER_DEPTH, chosen nested below): nothing is fitted on scored queries. Cross-fitting also
-asks whether the general encoder would route better with other weights, choosing them on one
-half and scoring the other (benchmarks/general_fusion.py). Models are cached by their training
+(router.config.GENERAL_ENCODER_DEPTH): nothing is fitted on scored queries. Cross-fitting also
+asks whether the general encoder would route better with another depth or other weights,
+choosing them on one half and scoring the other (benchmarks/general_fusion.py). Models are cached by their training
 spec under ``<cache>/general/`` (see general_training.train).
 """
 from __future__ import annotations
@@ -200,7 +200,8 @@ def write_report(res: dict[str, Any], path: Path) -> None:
              "router's hard negatives, word embeddings frozen; settings "
              f"{json.dumps(config)}; each model is scored as it would "
              f"ship ({res['scored_as']}). `base` = the router with the untuned "
-             "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; " + _fusion_line(res), "", *_training_lines(res), "",
+             "bundled all-MiniLM-L6-v2, `tuned` = the same router with the trained encoder; " + _fusion_line(res),
+             "", *_training_lines(res), "",
              "| dataset | method | queries | " + " | ".join(f"{m} base → tuned" for m in METRICS) + " |",
              "|---|---|---|" + "---|" * len(METRICS)]
     for r in res["rows"]:

@@ -97,8 +97,9 @@ def tuned_weights(model_id: str) -> tuple[float, float] | None:
 # least related tool and the dense scores of the plausible ones crowd near 1, while BM25's list
 # holds only the tools sharing a word: BM25 decides. Chosen cross-fitted by `toolsift bench
 # general-encoder` (benchmarks/general_fusion.py): depth 50 wins on each half of the queries
-# chosen on the other, TorchHub Recall@5 0.409 -> 0.473 for TF Hub 0.645 -> 0.613. The untuned
-# MiniLM keeps 100: at 50 it loses on most data sets (measured in the same benchmark).
+# chosen on the other, TorchHub Recall@5 0.409 -> 0.473 for TF Hub 0.645 -> 0.613; a model
+# trained without a family loses up to 0.004 nDCG@5 on it (APIBench more: benchmarks/README.md).
+# The untuned MiniLM keeps 100, the depth its defaults were chosen with (benchmarks/router_targets.py).
 GENERAL_ENCODER_DEPTH = 50
 
 
