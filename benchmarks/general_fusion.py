@@ -133,10 +133,9 @@ def report_lines(rows: list[dict[str, Any]]) -> list[str]:
         c = s["chosen_on"]
         lines += [f"Fusion depth (each retriever's top n, min-max normalized and fused), weights {default.weights}: "
                   f"chosen on `dev` {c['dev']}, on `test` {c['test']}.", ""] + _table(s, "depth")
-        lines.append(f"The general encoder ships with depth {GENERAL_ENCODER_DEPTH}"
-                     + (" (the nested choice beats 100)." if not s["keep_default"] else
-                        ", but the nested choice does not beat 100: it should not.") + "")
-        lines.append("")
+        lines += [f"The general encoder ships with depth {GENERAL_ENCODER_DEPTH}"
+                  + (f" (the nested choice beats {DEPTH_GRID[0]})." if not s["keep_default"] else
+                     f", but the nested choice does not beat {DEPTH_GRID[0]}: it should not."), ""]
     s = summary(rows)
     c = s["chosen_on"]
     at = f" at depth {GENERAL_ENCODER_DEPTH}" if _stage(rows, "depth") else ""
