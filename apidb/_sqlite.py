@@ -56,7 +56,7 @@ class SqliteStore:
         self._conn.executemany(sql, rows)
 
     def notify(self, payload: str) -> None:
-        """Readers of a file poll its generation counter (router.watch): nothing to send."""
+        """Readers of a file poll its generation counter (router.ranking.watch): nothing to send."""
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

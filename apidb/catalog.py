@@ -7,10 +7,10 @@ exactly as before. Syncing is per namespace: loading a source replaces what that
 namespaces held, record by record, so unchanged records are never rewritten.
 
 Beside the records the catalog keeps what routing needs and must not recompute on every start:
-vectors keyed by (model fingerprint, passage hash), and named snapshots (router.stored_index
+vectors keyed by (model fingerprint, passage hash), and named snapshots (router.index.stored
 writes a BM25 term-count table and a faiss index there). Each change moves a counter
 (``generation`` for records, ``vector_generation`` for vectors) and, on PostgreSQL, sends a
-NOTIFY on commit, which running replicas follow (router.watch).
+NOTIFY on commit, which running replicas follow (router.ranking.watch).
 """
 from __future__ import annotations
 

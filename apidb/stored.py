@@ -1,8 +1,8 @@
 """What a catalog keeps for routing beside its records: vectors and snapshots.
 
 Vectors are keyed by (model fingerprint, passage hash) and held as raw float32 bytes, so the
-catalog needs no numpy; router.stored_index decides what they mean. Snapshots are named blobs
-with a JSON meta (router.stored_index writes a BM25 term-count table and a faiss index), so a
+catalog needs no numpy; router.index.stored decides what they mean. Snapshots are named blobs
+with a JSON meta (router.index.stored writes a BM25 term-count table and a faiss index), so a
 replica that opens the catalog neither tokenizes 20k records nor builds an HNSW graph.
 Storing vectors moves ``vector_generation`` (and notifies, on PostgreSQL): replicas waiting for
 the vector of a changed record then read it.

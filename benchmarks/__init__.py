@@ -1,3 +1,5 @@
-"""Benchmarks on the real public data: retriever comparison, scale, router targets, tuning, the
-Gorilla audit reproduction, the BFCL checker and the proxy overhead. Its one command line is
-``toolsift bench`` (benchmarks/cli.py); the product never imports this package."""
+"""Benchmarks on the real public data, grouped by what they measure: `benchmarks.retrieval`
+(retrievers, the router's targets, scale, the trained encoders), `benchmarks.routing` (routing
+beyond top-k), `benchmarks.checker` (the Gorilla audit, BFCL), `benchmarks.serving` (the proxy,
+replicas, a cold route), all reading `benchmarks.data`. Its one command line is ``toolsift bench``
+(benchmarks/cli.py); the product never imports this package."""

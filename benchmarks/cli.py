@@ -57,12 +57,12 @@ def retrieval_cmd(
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
     your own catalog and labelled queries (--db with --queries)."""
-    from . import retrieval
+    from .retrieval import comparison as retrieval
     from .errors import DatasetError
 
     custom = []
     if queries is not None:  # your catalog (--db, else $TOOLSIFT_DB) with your labelled queries
-        from .custom import load_custom
+        from .data.custom import load_custom
 
         custom = [load_custom(catalog_path(db), queries)]
     elif db is not None:
@@ -84,7 +84,7 @@ def scale_cmd(
                                            help="comma-separated: torch,onnx,onnx-int8,onnx-fp32 (default torch,onnx)"),
 ) -> None:
     """Route latency and memory vs catalog size on synthetic replicas of the real catalogs."""
-    from . import scale
+    from .retrieval import scale
 
     target = _out(out, "scale", quick)
     size_list = [int(s) for s in _csv(sizes)] if sizes else None
@@ -103,7 +103,7 @@ def replicas_cmd(
 ) -> None:
     """Proxy replicas over one PostgreSQL catalog beside a SQLite one: cold start, passages embedded,
     commit-to-routing time of a change, route p50 (with the load average)."""
-    from . import replicas as bench
+    from .serving import replicas as bench
 
     target = _out(out, "replicas", quick)
     res = bench.run(target, size=size, replicas=replicas, changes=changes, quick=quick, command=_command())
@@ -125,7 +125,7 @@ def cold_route_cmd(
 ) -> None:
     """Wall and CPU time of fresh `toolsift route` processes on an indexed catalog (hybrid beside bm25),
     with the load average and the costliest imports."""
-    from . import cold_route
+    from .serving import cold_route
 
     chosen = tuple(_csv(methods) or ())
     bad = [m for m in chosen if m not in ("hybrid", "bm25", "dense")]
@@ -150,7 +150,7 @@ def encoders_cmd(
 ) -> None:
     """ONNX Runtime encoders (fp32, int8) against the torch reference: cosine per catalog, docs/s, query latency,
     retrieval metrics side by side."""
-    from . import encoders
+    from .retrieval import encoders
 
     target = out or RESULTS / "encoders"
     res = encoders.run(target, _csv(datasets), max_passages, torch_cache=torch_cache, retrieval=retrieval)
@@ -170,7 +170,8 @@ def _router_cmd(
                                            "into OUT/results.json"),
 ) -> None:
     """Router quality and speed targets: the defaults' grid, StableToolBench nDCG@5, APIBench Recall@5."""
-    from . import router_targets as rt
+    from .retrieval import targets_run as rt
+    from .retrieval.targets import warm as warm_sets
 
     if speed_only:
         rt.run_speed_only(_out(out, "router_targets", quick), quick=quick)
@@ -182,7 +183,7 @@ def _router_cmd(
         target = out or rt.DEFAULT_OUT
         rt.write_report(json.loads((target / "results.json").read_text(encoding="utf-8")), target)
     elif warm:
-        rt.warm(quick)
+        warm_sets(quick)
     else:
         rt.run(_out(out, "router_targets", quick), quick=quick, do_grid=not no_grid)
     typer.echo(f"wrote {_out(out, 'router_targets', quick) / 'report.md'}")
@@ -199,12 +200,12 @@ def _proxy_cmd(
                                                 "200 with --quick)"),
 ) -> None:
     """Middleware/proxy overhead per request (own time, CPU, tokens saved), or a soak (--soak)."""
-    from . import proxy_overhead
+    from .serving import proxy_overhead
 
     if method not in ("bm25", "hybrid", "dense"):
         raise BenchmarkError(f"--method must be bm25, hybrid or dense, not {method!r}")
     if soak:
-        from . import proxy_soak
+        from .serving import proxy_soak
 
         target = _out(out, "proxy_soak", quick)
         method = method if "--method" in sys.argv else "hybrid"  # the soak's point is the embedding cache
@@ -231,8 +232,8 @@ def _bfcl_cmd(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from . import bfcl_check
-    from .bfcl_speed import OURS, REFERENCE, SPEED_PASSES, summary
+    from .checker import bfcl_check
+    from .checker.bfcl_speed import OURS, REFERENCE, SPEED_PASSES, summary
 
     target = _out(out, "bfcl", quick)
     total = (passes or (1 if quick else SPEED_PASSES)) * (len(OURS) + (len(REFERENCE) if reference_python else 0))
@@ -257,15 +258,15 @@ def routing_cmd(
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""
-    from . import routing
-    from .routing_report import summary
+    from .routing import features as routing
+    from .routing.report import summary
 
     target = _out(out, "routing", quick)
     if render:
         import json
 
-        from .routing import choose_ratio
-        from .routing_report import write_report
+        from .routing.features import choose_ratio
+        from .routing.report import write_report
 
         path = _out(out, "routing", quick) / "results.json"
         res = json.loads(path.read_text(encoding="utf-8"))
@@ -284,12 +285,12 @@ def routing_cmd(
 
 # name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
 DELEGATED = {
-    "gorilla": ("benchmarks.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
-    "bfcl": ("benchmarks.bfcl_check", "JSON checker vs the official BFCL verdicts (strict, --mode bfcl), speed"),
-    "router": ("benchmarks.router_targets", "Router quality and speed targets"),
-    "tuning": ("benchmarks.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
-    "proxy": ("benchmarks.proxy_overhead", "Middleware/proxy overhead per request"),
-    "routing": ("benchmarks.routing", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
+    "gorilla": ("benchmarks.checker.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),
+    "bfcl": ("benchmarks.checker.bfcl_check", "JSON checker vs the official BFCL verdicts (strict, --mode bfcl), speed"),
+    "router": ("benchmarks.retrieval.targets", "Router quality and speed targets"),
+    "tuning": ("benchmarks.retrieval.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
+    "proxy": ("benchmarks.serving.proxy_overhead", "Middleware/proxy overhead per request"),
+    "routing": ("benchmarks.routing.features", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.
@@ -349,7 +350,7 @@ def _general_encoder_cmd(
                                                       "(router/data/general_encoder.npz) instead of scoring"),
 ) -> None:
     """The general tool encoder: scored cross-fitted or leave-one-family-out, or built (tens of minutes)."""
-    from . import general_encoder
+    from .retrieval import general_encoder
 
     if build:
         # the shipped delta is trained on every family, with the full recipe, into the package:
@@ -357,7 +358,7 @@ def _general_encoder_cmd(
         given = [flag for flag, v in (("--leave-out", leave_out), ("--quick", quick), ("--out", out)) if v]
         if given:
             raise BenchmarkError(f"--build trains the shipped encoder on every family and takes no {', '.join(given)}")
-        from .general_training import build_shipped
+        from .retrieval.general_training import build_shipped
 
         info = build_shipped(per_dataset)
         typer.echo(f"wrote {info['path']} ({info['bytes'] / 1e6:.1f} MB, rank {info['rank']}, "
@@ -379,7 +380,8 @@ def all_cmd(
     quick: bool = typer.Option(False, "--quick", help="every benchmark on a sample (CI)"),
 ) -> None:
     """Every benchmark in turn; a missing or failing one is reported and the rest still run."""
-    from . import retrieval, scale
+    from .retrieval import comparison as retrieval
+    from .retrieval import scale
 
     base = out if out is not None else (RESULTS / "quick" if quick else RESULTS)
     failed: list[str] = []

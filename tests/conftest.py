@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.shared_data import data_root
+from benchmarks.data.shared_data import data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_GORILLA = ROOT / "apidb" / "data" / "gorilla"

@@ -23,7 +23,7 @@ def _commands() -> list[str]:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    from router.dense import default_cache_dir
+    from router.encoders.dense import default_cache_dir
 
     cache = tmp_path / "cache"
     cache.mkdir()

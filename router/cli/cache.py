@@ -3,7 +3,7 @@
     toolsift cache info [--json]        where it is ($TOOLSIFT_CACHE), each model's file, vectors, size
     toolsift cache clear [--yes]        delete the cached embeddings (ONNX exports are kept)
 
-Vectors are keyed by (model fingerprint, passage hash) (router.vector_store), so one tool in two
+Vectors are keyed by (model fingerprint, passage hash) (router.index.vector_store), so one tool in two
 catalogs is embedded once, and `toolsift index`, `route`, `bench`, `tune` and `demo` all reuse it.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _cache_files(root: Path) -> list[dict[str, Any]]:
 
 
 def _shipped() -> list[dict[str, Any]]:
-    from router.vector_store import BUNDLED_DIR, BUNDLED_SUFFIX, ShippedVectors
+    from router.index.vector_store import BUNDLED_DIR, BUNDLED_SUFFIX, ShippedVectors
 
     out = []
     for path in sorted(BUNDLED_DIR.glob(f"*{BUNDLED_SUFFIX}")):
@@ -48,7 +48,7 @@ def _shipped() -> list[dict[str, Any]]:
 
 def info(as_json: Json = False) -> None:
     """Where the shared embedding cache is, and what it holds per model."""
-    from router.vector_store import user_cache_dir
+    from router.index.vector_store import user_cache_dir
 
     root = user_cache_dir()
     files = _cache_files(root) if root.is_dir() else []
@@ -70,8 +70,8 @@ def info(as_json: Json = False) -> None:
 
 def clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."), as_json: Json = False) -> None:
     """Delete the cached embeddings of every model (they are computed again when needed)."""
-    from router.dense import forget_caches
-    from router.vector_store import user_cache_dir
+    from router.encoders.dense import forget_caches
+    from router.index.vector_store import user_cache_dir
 
     root = user_cache_dir()
     paths = sorted(root.glob("emb-*.npz")) + sorted(root.glob("emb-*.lock")) if root.is_dir() else []
@@ -96,14 +96,14 @@ def ship(db: Db = None, out: Path = typer.Option(..., "--out", help="the .vector
     """(Maintainers) Write a catalog's vectors as a shipped float16 file (router/data)."""
     from apidb.catalog import Catalog
     from router import text as rtext
-    from router.dense import (
+    from router.encoders.dense import (
         DEFAULT_MODEL,
         Embedder,
         cache_identity,
         embed_with_cache,
         resolve_encoder,
     )
-    from router.vector_store import BUNDLED_SUFFIX, vector_cache, write_shipped
+    from router.index.vector_store import BUNDLED_SUFFIX, vector_cache, write_shipped
 
     if not out.name.endswith(BUNDLED_SUFFIX):
         raise CliError(f"--out must end with {BUNDLED_SUFFIX}")

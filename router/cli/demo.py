@@ -66,7 +66,7 @@ def build_catalog(db: Path) -> None:
 
 
 def route_examples(db: Path, k: int) -> None:
-    from router.engine import Router
+    from router.ranking.engine import Router
 
     from . import route as router_cli
 

@@ -51,7 +51,7 @@ def _catalog_checks(db, index_dir) -> list[dict[str, str]]:
         return [_check("catalog", "fail", f"{path}: {exc}")]
     checks.append(_check("catalog", "ok", f"{path} ({source}): {stats['records']} records, "
                                           f"{len(stats['namespaces'])} namespace(s)"))
-    from router.index import index_status
+    from router.index.build import index_status
 
     try:
         st = index_status(path, index_dir=index_dir)
@@ -73,7 +73,7 @@ def _catalog_checks(db, index_dir) -> list[dict[str, str]]:
 
 def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> None:
     """Check the installation, the catalog and its index, and the caches."""
-    from router.dense import default_cache_dir, resolve_encoder
+    from router.encoders.dense import default_cache_dir, resolve_encoder
 
     checks = [_check("toolsift", "ok", f"{_version('toolsift') or 'not installed'} (Python "
                                        f"{platform.python_version()}, {sys.executable})")]

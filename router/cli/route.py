@@ -43,7 +43,7 @@ def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path
         TimeRemainingColumn,
     )
 
-    from router.index import build_index
+    from router.index.build import build_index
 
     from .output import console
 
@@ -131,7 +131,7 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
         raise RouterError(f"--abstain must be flag or empty, not {abstain!r}")
     items = read_queries(queries) if queries is not None else \
         [(None, read_messages(messages))] if messages is not None else [(None, query)]
-    from router.engine import Router
+    from router.ranking.engine import Router
 
     # BM25 only: the dense files are neither read nor checked, faiss is not imported
     router = Router.open(catalog_path(db), model=model, index_dir=index_dir, dense=method != "bm25")
@@ -182,10 +182,10 @@ def _routing_info(selections) -> dict[str, Any]:
 
 
 def _query_text(q: Any) -> str:
-    """The text routed on: the query itself, or what a conversation becomes (router.query)."""
+    """The text routed on: the query itself, or what a conversation becomes (router.ranking.query)."""
     if isinstance(q, str):
         return q
-    from router.query import normalize_query
+    from router.ranking.query import normalize_query
 
     return normalize_query(q)
 

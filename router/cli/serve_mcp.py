@@ -54,13 +54,13 @@ def serve_mcp(
     if method is not None and method not in ("hybrid", "bm25", "dense"):
         raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
     if model is not None:
-        from router.dense import model_path
+        from router.encoders.dense import model_path
 
         model_path(model)  # an unknown model fails now, not at the first search
     specs = load_config(config)
     tenant_table = None
     if tenants is not None:
-        from router.tenants import Tenants
+        from router.tenancy.tenants import Tenants
 
         if transport != "http":
             raise GatewayError("--tenants needs --transport http: a stdio gateway has one client, the process "
@@ -76,7 +76,7 @@ def serve_mcp(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
     log = None
     if usage_log is not None:
-        from router.usage_log import UsageLog
+        from router.training.usage_log import UsageLog
 
         log = UsageLog(usage_log, content=usage_log_content)
     elif usage_log_content:

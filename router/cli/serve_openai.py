@@ -105,7 +105,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         raise CliError("--usage-log-content needs --usage-log FILE")
     log = None
     if usage_log is not None:
-        from router.usage_log import UsageLog
+        from router.training.usage_log import UsageLog
 
         log = UsageLog(usage_log, content=usage_log_content)  # an unwritable path is one line now
     if db is None and catalog_exists(default_db_path()):
@@ -116,7 +116,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     if db is not None:
         _reachable(db)  # an unreachable server is one line now, before the port is taken
     if model:
-        from router.dense import model_path
+        from router.encoders.dense import model_path
 
         model_path(model)  # an unknown model is one line now, not after the port is taken
     if tenants is not None and api_key:
@@ -133,7 +133,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
 
         router = None
         if db is not None:
-            from router.engine import Router
+            from router.ranking.engine import Router
 
             # watch: a change committed to the catalog (any machine) reaches this replica's routing
             router = Router.open(db, model=model, watch=True)
@@ -164,10 +164,10 @@ def _reachable(db) -> None:
 
 
 def _load_tenants(path: Optional[Path]):
-    """The tenants file (router.tenants), read before the port is bound: a mistake is one line."""
+    """The tenants file (router.tenancy.tenants), read before the port is bound: a mistake is one line."""
     if path is None:
         return None
-    from router.tenants import Tenants
+    from router.tenancy.tenants import Tenants
 
     return Tenants.load(path)
 
@@ -188,7 +188,7 @@ def _warm_up(router, method: str, model: str | None = None) -> None:
     if router is not None:
         router.select("warm up", k=1, method=method)
     if method != "bm25" and (router is None or model):
-        from router.dense import DEFAULT_MODEL, load_model
+        from router.encoders.dense import DEFAULT_MODEL, load_model
 
         load_model(model or DEFAULT_MODEL)
 

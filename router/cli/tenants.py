@@ -5,7 +5,7 @@
     toolsift tenants check tenants.toml      the file's tenants and what each may see in a catalog
 
 A key is read from stdin (or typed, hidden), never taken as an argument: arguments end up in
-shell history and in every user's `ps`. The file format: `router.tenants`, docs/middleware.md.
+shell history and in every user's `ps`. The file format: `router.tenancy.tenants`, docs/middleware.md.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ MIN_KEY_CHARS = 16
 
 def new_key(as_json: Json = False) -> None:
     """Make a random key (256 bits) and its digest for the tenants file."""
-    from router.tenants import hash_key, new_key as make
+    from router.tenancy.tenants import hash_key, new_key as make
 
     key = make()
     digest = hash_key(key)
@@ -39,7 +39,7 @@ def new_key(as_json: Json = False) -> None:
 
 def hash_key(as_json: Json = False) -> None:
     """Print the sha256 digest of a key read from stdin (one line; typed hidden at a terminal)."""
-    from router.tenants import hash_key as digest_of
+    from router.tenancy.tenants import hash_key as digest_of
 
     if sys.stdin.isatty():
         key = typer.prompt("key", hide_input=True)
@@ -60,7 +60,7 @@ def hash_key(as_json: Json = False) -> None:
 def check(path: Path = typer.Argument(..., help="The tenants file (TOML)."), db: Db = None,
           as_json: Json = False) -> None:
     """Read a tenants file (one error line, exit 2, if it is wrong) and show what each tenant sees."""
-    from router.tenants import Tenants
+    from router.tenancy.tenants import Tenants
 
     tenants = Tenants.load(path)
     counts = _namespace_counts(db)

@@ -5,7 +5,7 @@
     toolsift index --db CATALOG --model DIR        # then route with the tuned model
     toolsift route "..." --db CATALOG --model DIR
 
-The queries file (see router/labelled.py) has the format of `toolsift bench retrieval --queries`: one
+The queries file (see router/training/labelled.py) has the format of `toolsift bench retrieval --queries`: one
 {"id", "query" | "messages", "relevant": [tool id or name, ...]} per line.
 """
 from __future__ import annotations
@@ -52,9 +52,9 @@ def tune(db: Db = None,
         TimeRemainingColumn,
     )
 
-    from router.labelled import load_labelled
-    from router.tune import TuneConfig, check_destination, record_weights, split_holdout
-    from router.tune import tune as run_tune
+    from router.training.labelled import load_labelled
+    from router.training.tune import TuneConfig, check_destination, record_weights, split_holdout
+    from router.training.tune import tune as run_tune
 
     check_destination(out)
     if negatives not in ("in-batch", "router"):
@@ -62,7 +62,7 @@ def tune(db: Db = None,
     if (queries is None) == (not from_log):
         raise RouterError("give --queries FILE or --from-log LOG (one of them)")
     if from_log:
-        from router.labelled import load_usage_log
+        from router.training.labelled import load_usage_log
 
         data, found = load_usage_log(catalog_path(db), from_log)
         err.print(found.summary(), highlight=False)
@@ -100,7 +100,7 @@ def tune(db: Db = None,
         out_console.print(f"  hybrid fusion weights (bm25, dense) chosen on the same held-out queries: {weights}; "
                           "stored in the folder, used whenever it is the model", highlight=False)
     else:
-        from router.config import RouterConfig
+        from router.ranking.config import RouterConfig
 
         out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
                           f"weights {RouterConfig().weights}", highlight=False)
@@ -116,7 +116,7 @@ def _busy(message: str, quiet: bool):
 
 def _measure(records, test, model: str, which: str, quiet: bool):
     """Recall@5 on the held-out queries (embeds the catalog with that model: can take a minute)."""
-    from router.tune import recall_at
+    from router.training.tune import recall_at
 
     if not test:
         return None
@@ -125,7 +125,7 @@ def _measure(records, test, model: str, which: str, quiet: bool):
 
 
 def _fit(records, test, model: str, quiet: bool):
-    from router.tune import fit_weights
+    from router.training.tune import fit_weights
 
     with _busy(f"choosing the hybrid fusion weights on {len(test)} held-out queries", quiet):
         return fit_weights(records, test, model)

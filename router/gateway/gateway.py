@@ -34,13 +34,14 @@ import anyio
 from apidb.catalog import SyncReport
 from apidb.record import ApiRecord
 from checker.messages import refusal
+from router.errors import TenancyError
+from router.tenancy.views import Views, sees, tenant_of
 
 from .errors import GatewayError
 from .freshness import ClientNotifier
 from .names import qualified, server_name_problem
 from .server import (CALL_TOOL, SEARCH_TOOL, build_server, call_arguments, describe_selection, error_result,
                      gateway_tools, json_result)
-from .tenancy import Views, sees, tenant_of
 from .tool_index import ToolIndex
 from .upstreams import Upstream, UpstreamSpec, UpstreamUnavailable
 
@@ -72,7 +73,7 @@ class Gateway:
         # adaptive: search_tools' k (the client's, else k) is the ceiling of adaptive k; on_abstain:
         # when no tool fits, answer with no tools ("empty") or with the ranked ones, flagged ("flag")
         self.adaptive, self.on_abstain = adaptive, on_abstain
-        self.usage_log = usage_log  # router.usage_log.UsageLog (opt-in: --usage-log), or None
+        self.usage_log = usage_log  # router.training.usage_log.UsageLog (opt-in: --usage-log), or None
         # recent (tenant, query, names offered): a call is logged against its own tenant's search only
         self._searches: deque[tuple[str, str, frozenset[str]]] = deque(maxlen=64)
         self.upstreams = {s.name: Upstream(s, self._on_listing, start_timeout=start_timeout,
@@ -88,7 +89,7 @@ class Gateway:
         self.pinned: list[ApiRecord] = []
         self._pin_warnings: list[str] = []
         self._tg: Any = None
-        # tenants (router.tenants): each client sees only its servers (router/gateway/tenancy.py)
+        # tenants (router.tenancy.tenants): each client sees only its servers (router/tenancy/views.py)
         self.tenants, self.views = tenants, Views()
         self.notifier = ClientNotifier()  # the gateway's own tools/list_changed (router/gateway/freshness.py)
 
@@ -235,7 +236,10 @@ class Gateway:
 
     def client_tenant(self, ctx: Any) -> Any:
         """The tenant an MCP request comes from (None without tenants; GatewayError: no valid key)."""
-        return tenant_of(ctx, self.tenants)
+        try:
+            return tenant_of(ctx, self.tenants)
+        except TenancyError as exc:
+            raise GatewayError(str(exc)) from None
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -17,7 +17,7 @@ class ServedGateway(Protocol):
     """What the MCP face needs of a gateway (`router.gateway.Gateway` is the one there is); a
     protocol, so this module never imports the gateway that imports it."""
 
-    tenants: Any            # router.tenants.Tenants, or None
+    tenants: Any            # router.tenancy.tenants.Tenants, or None
     notifier: Any           # router.gateway.freshness.ClientNotifier
     async def wait_listed(self) -> None: ...  # until list_tools can answer
     def client_tenant(self, ctx: Any) -> Any: ...  # the tenant of one request (None without tenants)
@@ -196,8 +196,8 @@ async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int 
     try:
         async with gateway:
             app = gateway.build_server().streamable_http_app(host=host)
-            if gateway.tenants is not None:  # every HTTP request needs a tenant's key (router/gateway/tenancy.py)
-                from .tenancy import KeyCheck
+            if gateway.tenants is not None:  # every HTTP request needs a tenant's key (router/tenancy/views.py)
+                from router.tenancy.views import KeyCheck
 
                 app = KeyCheck(app, gateway.tenants)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning")

@@ -122,7 +122,7 @@ class ToolIndex:
     def _build_router(self, records: list[ApiRecord]) -> Any:
         if not records:
             return None
-        from router.engine import Router
+        from router.ranking.engine import Router
 
         if self.router is not None:  # same model and embedding cache: only new tools get encoded
             router = self.router.with_records(records)
@@ -160,7 +160,7 @@ class ToolIndex:
 
 
 def _warm_encoder(model: str | None) -> None:
-    from router.dense import DEFAULT_MODEL, load_model
+    from router.encoders.dense import DEFAULT_MODEL, load_model
 
     # load_model caches per process: the routers built later share these weights
     load_model(model or DEFAULT_MODEL).encode(["warm up"], show_progress_bar=False)

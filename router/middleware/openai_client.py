@@ -62,7 +62,7 @@ def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str =
     come with requests are embedded in a bounded in-memory cache, never written to disk."""
     check_mode(on_hallucination, CLIENT_MODES)
     if isinstance(router, (str, Path)):
-        from router.engine import Router
+        from router.ranking.engine import Router
 
         router = Router.open(router)
     rr = RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method, model=model,

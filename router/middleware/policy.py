@@ -89,7 +89,7 @@ def rankable_messages(messages: list[dict]) -> None:
     are text or content parts, and some user text (an image-only conversation has nothing to
     match tool descriptions with). Only asked when a request brings more tools than k."""
     from router.errors import RouterError
-    from router.query import build_query
+    from router.ranking.query import build_query
 
     for i, m in enumerate(messages):
         role, content = m.get("role"), m.get("content")

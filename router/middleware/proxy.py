@@ -36,6 +36,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Callable, Optional
 
 from apidb.errors import ToolsiftError
+from router.errors import NamespaceRefused
+from router.tenancy.gate import Gate
+from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER
 
 from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_header
 from .errors import MiddlewareError, RequestError, WireError
@@ -46,7 +49,6 @@ from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
 from .responses import RESPONSES, ResponsesMemory
 from .server import warm_up_request_path
-from .tenants import KEY_HELP, NAMESPACES_HEADER, Gate, NamespaceRefused
 from .upstream import Upstream, request_headers, response_headers
 from .usage import record_exchange
 
@@ -71,9 +73,9 @@ class Proxy(StreamRelay):
         self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
         self.mode, self.max_repairs, self.k = on_hallucination, max_repairs, (rr.k if rr else k)
         self.api_key, self.log_content, self.timeout = api_key, log_content, timeout
-        self.gate = Gate(api_key, tenants)  # one key, a tenants file (router.tenants), or an open door
+        self.gate = Gate(api_key, tenants)  # one key, a tenants file (router.tenancy.tenants), or an open door
         self.max_body_bytes = max_body_bytes
-        self.usage_log = usage_log  # router.usage_log.UsageLog (opt-in: --usage-log), or None
+        self.usage_log = usage_log  # router.training.usage_log.UsageLog (opt-in: --usage-log), or None
         self.metrics = Metrics()
         self.memory = ResponsesMemory()
         self._rr, self._loader = rr, loader
@@ -132,7 +134,7 @@ class Proxy(StreamRelay):
 
     def auth(self, request, api: Api = CHAT) -> tuple[Any, dict[str, str]]:
         """(error response or None, headers to send upstream); the tenant, if any, goes to
-        ``request.state.tenant`` (router/middleware/tenants.py)."""
+        ``request.state.tenant`` (router/tenancy/gate.py)."""
         headers = request_headers(request.headers.items())
         admitted, request.state.tenant = self.gate.admit(request.headers, headers)
         if not admitted:
@@ -378,13 +380,13 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
     (default: the catalog's, else MiniLM). ``loader``: build the request router in a background
     thread once the server listens (``/healthz`` says ``starting`` until then; requests wait).
-    ``tenants``: a `router.tenants.Tenants`; each request's key then decides the catalog
-    namespaces it is routed with (router/middleware/tenants.py), and a missing or wrong key is 401."""
+    ``tenants``: a `router.tenancy.tenants.Tenants`; each request's key then decides the catalog
+    namespaces it is routed with (router/tenancy/gate.py), and a missing or wrong key is 401."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
     if isinstance(router, (str, os.PathLike)):
-        from router.engine import Router
+        from router.ranking.engine import Router
 
         router = Router.open(router)
     extra = {"max_request_tools": max_request_tools} if max_request_tools else {}

@@ -100,7 +100,7 @@ class RoutedRequest:
     status: str = "routed"          # a key of STATUSES
     k: int = 0
     extra: dict = field(default_factory=dict)  # e.g. built-in tools passed untouched (Responses, Messages)
-    abstention: Any = None          # router.abstain.Abstention of the ranking, when one was made
+    abstention: Any = None          # router.ranking.abstain.Abstention of the ranking, when one was made
     ids: dict = field(default_factory=dict)    # tool name -> catalog record id, for the ranked catalog tools
 
     def abstain_header(self) -> str | None:
@@ -153,7 +153,7 @@ def capped_json(items: list[dict], short: Any) -> str:
 
 
 def catalog_health(router: Any) -> dict | None:
-    """A live catalog router's sync state (router.watch.LiveRouter.health), else None."""
+    """A live catalog router's sync state (router.ranking.watch.LiveRouter.health), else None."""
     health = getattr(router, "health", None) if router is not None else None
     return health() if callable(health) else None
 
@@ -176,7 +176,7 @@ class RequestRouter:
             raise RequestError(f"k must be at least 1, got {k}")
         if on_abstain not in ON_ABSTAIN:
             raise RequestError(f"on_abstain must be one of {', '.join(ON_ABSTAIN)}, got {on_abstain!r}")
-        # adaptive: k is the ceiling of adaptive k (router.adaptive_k); on_abstain "strip": a request
+        # adaptive: k is the ceiling of adaptive k (router.ranking.adaptive_k); on_abstain "strip": a request
         # whose ranking abstains keeps only the tools it must keep (docs/routing.md: off by default)
         self.adaptive, self.on_abstain = adaptive, on_abstain
         self.router, self.k, self.pinned = router, k, tuple(pinned)
@@ -257,7 +257,7 @@ class RequestRouter:
 
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
-        `router.scope.ScopedRouter`). The caches of request tool lists are shared: they hold only
+        `router.tenancy.scope.ScopedRouter`). The caches of request tool lists are shared: they hold only
         tools that requests brought, never catalog tools."""
         clone = copy.copy(self)
         clone.router, clone._names, clone._lock = router, None, threading.Lock()
@@ -373,8 +373,8 @@ class RequestRouter:
         from apidb.loaders.openai import records_from_openai_tools
 
         from router import text as rtext
-        from router.dense import DenseIndex
-        from router.engine import Router
+        from router.index.vector_index import DenseIndex
+        from router.ranking.engine import Router
 
         try:
             records = records_from_openai_tools(list(tools), namespace="request")
@@ -390,7 +390,7 @@ class RequestRouter:
         return Router(records, model=model, config=config, dense=DenseIndex(vecs)), index
 
     def _embedder(self, model: str | None) -> Any:
-        from router.dense import DEFAULT_MODEL, Embedder
+        from router.encoders.dense import DEFAULT_MODEL, Embedder
 
         key = model or DEFAULT_MODEL
         with self._lock:

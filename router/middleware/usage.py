@@ -1,4 +1,4 @@
-"""The proxy's side of the usage log (router.usage_log): after an exchange, one line per tool call
+"""The proxy's side of the usage log (router.training.usage_log): after an exchange, one line per tool call
 that the checker found valid and that routing offered, with the query routing ranked on.
 
 Written only when the proxy runs with ``--usage-log FILE``; the query text only with
@@ -16,7 +16,7 @@ def record_exchange(log: Any, ex: Any) -> int:
     routed = ex.routed
     if log is None or routed is None or not ex.checks or routed.status not in ("routed", "all"):
         return 0
-    from router.query import normalize_query
+    from router.ranking.query import normalize_query
 
     messages = routed.body.get("messages") if isinstance(routed.body, dict) else None
     try:

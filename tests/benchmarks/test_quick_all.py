@@ -9,8 +9,8 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks import datasets as D
-from benchmarks.retrieval import QUICK_RECORDS
+from benchmarks.data import datasets as D
+from benchmarks.retrieval.comparison import QUICK_RECORDS
 from tests.conftest import shared
 
 QUERIES = 10  # per dataset: enough for the t-tests, small enough for every CI run (~1 min warm)
@@ -27,7 +27,7 @@ def quick_run(tmp_path_factory):
     present = [n for n in D.DATASETS if D.available(n)]
     if not present:
         _require(D.DATASETS[0])  # skips, naming the missing file
-    from benchmarks import retrieval
+    from benchmarks.retrieval import comparison as retrieval
 
     out = tmp_path_factory.mktemp("quick_all")
     res = retrieval.run(present, None, out, quick=True, max_queries=QUERIES, command="pytest quick_all")
@@ -81,7 +81,7 @@ def test_report_has_one_table_per_dataset_and_the_plots(quick_run):
 
 def test_quick_corpus_keeps_gold_and_is_deterministic():
     _require("apibench_huggingface")
-    from benchmarks.retrieval import quick_corpus, sample
+    from benchmarks.retrieval.comparison import quick_corpus, sample
 
     ds = D.load_dataset("apibench_huggingface")
     queries = sample(ds.queries, 12)

@@ -9,7 +9,7 @@ import pytest
 from apidb.record import ApiRecord
 from checker import check_calls
 from checker.calls import bfcl_normalize
-from benchmarks.bfcl_check import answer_calls
+from benchmarks.checker.bfcl_check import answer_calls
 from tests.checker.conftest import bfcl_pairs
 
 SCHEMA_KINDS = {"hallucinated_param", "missing_required", "type_error", "enum_violation"}

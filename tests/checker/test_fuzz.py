@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apidb.errors import ToolsiftError
-from benchmarks.shared_data import data_root
+from benchmarks.data.shared_data import data_root
 from checker import Verdict, check_calls, check_code
 from checker.budget import TIME_BUDGET
 from tests.conftest import BUNDLED_GORILLA

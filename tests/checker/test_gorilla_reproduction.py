@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.gorilla_audit import HUBS, TOLERANCE, UPSTREAM, VARIANTS
+from benchmarks.checker.gorilla_audit import HUBS, TOLERANCE, UPSTREAM, VARIANTS
 from checker.audit import audit, read_gold
 from checker.code import CodeIndex
 from checker.gorilla_compat import GorillaDB, _treesitter

@@ -1,6 +1,6 @@
 """Router test fixtures: small real catalogs, one embedding cache for the whole session.
 
-The embedding model is loaded at most once per process (router.dense keeps it), and
+The embedding model is loaded at most once per process (router.encoders.dense keeps it), and
 only small record sets are embedded (TorchHub's 94 APIs, ~100 StableToolBench endpoints).
 """
 from __future__ import annotations
@@ -70,7 +70,7 @@ def stb_base_router(stb_records, emb_cache):
     """`stb_router` with the untuned MiniLM, for tests of what the router does around the encoder on
     StableToolBench requests: the shipped general encoder trained on them."""
     from router import Router
-    from router.model import BASE_MODEL
+    from router.encoders.model import BASE_MODEL
 
     r = Router.from_records(stb_records, cache_dir=emb_cache, model=BASE_MODEL)
     r.dense_index()
@@ -90,7 +90,7 @@ def hub_db(tmp_path, torchhub_records, hub_router, emb_cache):
     """A TorchHub catalog file whose index cache is pre-seeded from the session cache,
     so building it embeds nothing (the model already encoded these 94 records once)."""
     from apidb import Catalog
-    from router.index import index_dir_for
+    from router.index.build import index_dir_for
 
     db = tmp_path / "hub.db"
     with Catalog(db) as cat:
@@ -109,7 +109,7 @@ def user_cache(tmp_path, monkeypatch):
     that count what gets embedded: the session's (and earlier runs') cache would hold the
     vectors. ONNX exports stay shared (a symlink to the real folder): an export is not what
     these tests are about, and takes a torch import and a minute."""
-    from router.dense import default_cache_dir, forget_caches
+    from router.encoders.dense import default_cache_dir, forget_caches
 
     real = default_cache_dir() / "onnx"
     own = tmp_path / "toolsift-cache"
@@ -126,7 +126,7 @@ def user_cache(tmp_path, monkeypatch):
 def own_embedding_cache(user_cache, tmp_path, monkeypatch):
     """`user_cache`, and no vectors shipped with the package either (the bundled Gorilla
     catalog's): for tests that need a vector to be nowhere until the model makes it."""
-    import router.vector_store as vector_store
+    import router.index.vector_store as vector_store
 
     monkeypatch.setattr(vector_store, "BUNDLED_DIR", tmp_path / "no-shipped-vectors")
     monkeypatch.setattr(vector_store, "_SHIPPED", {})

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from router import text as rtext
-from router.budget import DEFAULT_RELATIVE_CUT
-from router.explain import content_words, matched_fields
-from router.lexical import LexicalIndex
+from router.ranking.budget import DEFAULT_RELATIVE_CUT
+from router.ranking.explain import content_words, matched_fields
+from router.index.lexical import LexicalIndex
 from router.tokens import tool_tokens
 
 
@@ -38,10 +38,10 @@ def test_routing_from_an_index_imports_neither_bm25s_numba_scipy_nor_torch(hub_d
     import subprocess
     import sys
 
-    from router.index import build_index
+    from router.index.build import build_index
 
     build_index(hub_db)
-    code = ("import sys; from router.engine import Router; r = Router.open(sys.argv[1]); "
+    code = ("import sys; from router.ranking.engine import Router; r = Router.open(sys.argv[1]); "
             "assert not r.warnings, r.warnings; r.select('classify sports activities in videos', k=3); "
             "print(sorted(m for m in ('numba', 'scipy', 'bm25s', 'torch', 'sentence_transformers', 'checker', "
             "'fastapi', 'mcp') if m in sys.modules))")
@@ -91,10 +91,10 @@ def test_a_bm25_route_neither_reads_the_dense_index_nor_imports_faiss(hub_db):
     import subprocess
     import sys
 
-    from router.index import build_index
+    from router.index.build import build_index
 
     build_index(hub_db)
-    code = ("import sys; from router.engine import Router; r = Router.open(sys.argv[1], dense=False); "
+    code = ("import sys; from router.ranking.engine import Router; r = Router.open(sys.argv[1], dense=False); "
             "assert not r.warnings, r.warnings; s = r.select('classify sports activities in videos', k=3, "
             "method='bm25'); assert len(s) == 3; print('faiss' in sys.modules, 'onnxruntime' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(hub_db)], capture_output=True, text=True, timeout=120)

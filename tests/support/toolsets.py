@@ -10,7 +10,7 @@ from tests.conftest import shared
 
 @functools.lru_cache(maxsize=1)
 def _stb():
-    from benchmarks.datasets import load_dataset
+    from benchmarks.data.datasets import load_dataset
 
     return load_dataset("stabletoolbench_G1_instruction")
 

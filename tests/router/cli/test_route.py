@@ -88,18 +88,18 @@ def test_bad_input_exits_2_with_one_line(gorilla_db, tmp_path, monkeypatch, caps
 
 
 def test_route_fuses_at_the_general_encoders_depth_and_the_base_model_at_100(hub_db, tmp_path):
-    """The default model fuses each retriever's top 50 (router.config.GENERAL_ENCODER_DEPTH), the
+    """The default model fuses each retriever's top 50 (router.ranking.config.GENERAL_ENCODER_DEPTH), the
     untuned MiniLM its top 100. On this 94-tool catalog the two depths rank some requests
     differently; the installed command must route as the library's default does."""
     from router import Router
-    from router.config import GENERAL_ENCODER_DEPTH
-    from router.model import BASE_MODEL
+    from router.ranking.config import GENERAL_ENCODER_DEPTH
+    from router.encoders.model import BASE_MODEL
 
     from tests.conftest import shared
     from tests.support.cli import toolsift
 
     shared("gorilla", "apibench", "torchhub_eval.json")
-    from benchmarks.datasets import load_dataset
+    from benchmarks.data.datasets import load_dataset
 
     queries = load_dataset("apibench_torchhub").queries[:60]
     assert toolsift("index", db=hub_db).returncode == 0

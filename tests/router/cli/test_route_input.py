@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from router.index import build_index
+from router.index.build import build_index
 
 
 def test_one_bad_character_does_not_abort_the_run(hub_db, tmp_path):

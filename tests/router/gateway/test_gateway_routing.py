@@ -8,7 +8,7 @@ import anyio
 
 from router.gateway import Gateway
 from router.gateway.upstreams import parse_config
-from router.usage_log import UsageLog
+from router.training.usage_log import UsageLog
 from tests.support.mcp_servers import stdio_entry
 
 

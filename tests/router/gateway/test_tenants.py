@@ -18,7 +18,7 @@ import sys
 import anyio
 import pytest
 
-from router.tenants import hash_key
+from router.tenancy.tenants import hash_key
 from tests.conftest import ROOT
 from tests.router.gateway.test_gateway import _free_port, _text, _wait_port
 from tests.support.mcp_servers import stdio_entry

@@ -21,7 +21,7 @@ import pytest
 
 from apidb.catalog import Catalog
 from router.errors import RouterError
-from router.tenants import Tenants, hash_key
+from router.tenancy.tenants import Tenants, hash_key
 from tests.router.middleware.test_proxy_hardening import free_port, wait_health
 from tests.support.scripted_apis import message
 from tests.support.scripted_upstream import ScriptedUpstream, completion, tool_call

@@ -10,8 +10,8 @@ import subprocess
 import httpx
 import pytest
 
-from router.tenants import hash_key
-from tests.router.test_replicas import NEW_TOOL, QUESTION, TORCH, add_new_tool, stop
+from router.tenancy.tenants import hash_key
+from tests.router.ranking.test_replicas import NEW_TOOL, QUESTION, TORCH, add_new_tool, stop
 from tests.support.cli import _SCRIPT, toolsift
 from tests.support.postgres import free_port, wait_until
 from tests.support.scripted_upstream import ScriptedUpstream, completion

@@ -1,0 +1,27 @@
+"""What the parts of `toolsift bench routing` share (benchmarks/routing/features.py runs them): the file
+groups, the two router settings compared, and the metrics of one ranking run."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..retrieval import targets as rt
+
+MULTI = [*rt.STB, "metatool_multi"]            # requests that need several tools
+SINGLE = ["metatool_single", *rt.APIBENCH]     # one gold tool each
+QUICK = {"stabletoolbench_G2_instruction", "metatool_multi", "metatool_single", "apibench_torchhub"}
+TODAY = {"coverage": 0.0, "exact_names": False, "abstain_below": None}  # the router before this issue
+NEW: dict[str, Any] = {}  # the new router: its defaults, with the coverage weight the quality section chose
+
+
+def _metrics(queries, ranked: dict[str, list[str]]) -> dict[str, float]:
+    from ranx import Qrels, Run, evaluate
+
+    run = {qid: ({rid: float(len(ids) - i) for i, rid in enumerate(ids)} or {"__none__": 0.0})
+           for qid, ids in ranked.items()}
+    qrels = Qrels({q.id: {r: 1 for r in q.relevant} for q in queries})
+    out = {m: float(v) for m, v in evaluate(qrels, Run(run), ["ndcg@5", "recall@5", "recall@10"]).items()}
+    for k in (5, 10):
+        out[f"all_gold@{k}"] = float(np.mean([q.relevant <= set(ranked[q.id][:k]) for q in queries]))
+    return out

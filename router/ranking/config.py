@@ -1,0 +1,117 @@
+"""Retrieval settings (`RouterConfig`) and the defaults a model folder brings with it.
+
+A folder written by `toolsift tune` records the hybrid fusion weights chosen for it in
+``toolsift-tune.json``; `config_for_model` reads them so that the tuned model and its weights
+always travel together. Lives apart from the engine so the tuner can write what the engine
+reads without the two importing each other.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import text as rtext
+from ..encoders.model import BUNDLED, DEFAULT_MODEL
+
+TUNE_FILE = "toolsift-tune.json"  # marks a folder `toolsift tune` wrote (safe to replace)
+METHODS = ("hybrid", "bm25", "dense")
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """Retrieval settings. Defaults were chosen on data by benchmarks/retrieval/targets.py, on the
+    dev half of the queries of StableToolBench (4 files, 2,231-endpoint corpus) and APIBench
+    (3 hubs); objective = mean(STB nDCG@5, APIBench Recall@5). Grid: field weights name {1,2,3}
+    x tags {1,2} x params {0,1} (BM25, best three re-scored hybrid); then wsum bm25 weight
+    {0.4,0.5,0.6} x group_boost {0,1,2} and RRF k {30,60}; then sub-query splitting on/off.
+    Chosen (dev objective 0.618, vectors of the current passages): name 3, wsum 0.4/0.6,
+    group_boost 1 (0: 0.609), no split, each query term counted once (0.614 without).
+    0.5/0.5 scored 0.615 (better on StableToolBench, worse on APIBench); RRF 0.600-0.606;
+    splitting ~0.55 (it pulls in weak tools for fragments). Last stage: sentence matching 0.628 vs
+    0.618 off. Each stage keeps the current default unless another choice beats it by > 0.001
+    (name weight 1 scored 0.61790 vs 0.61785 for 3: kept 3). Full tables: benchmarks/results/router_targets/report.md."""
+
+    field_weights: dict[str, int] = field(default_factory=lambda: dict(rtext.DEFAULT_FIELD_WEIGHTS))
+    fusion: str = "wsum"                 # "wsum" (min-max normalized) or "rrf"
+    weights: tuple[float, float] = (0.4, 0.6)  # (bm25, dense)
+    rrf_k: float = 60.0
+    # How deep each retriever's list goes into fusion; wsum min-max normalizes each list over
+    # this many, so it also sets how far a score is from the list's floor. The general encoder
+    # has its own (GENERAL_ENCODER_DEPTH).
+    depth: int = 100
+    split: bool = False                  # sub-query splitting of multi-request queries
+    split_merge: str = "interleave"      # how sub-query rankings merge: "interleave" or "rrf"
+    # Hybrid only: each tool's fused score gains group_boost x the best fused score among
+    # tools of the same group (endpoints of one API: metadata tool_name / tool / server).
+    # Endpoints of one API tend to be needed together (ToolBench gold sets); measured in the grid.
+    group_boost: float = 1.0
+    # Count each query word once: long, chatty requests repeat words ("weather ... weather")
+    # that say little about which tool is wanted. Measured in the grid's last stage.
+    unique_query_terms: bool = True
+    # Hybrid only: a query of several sentences also matches tools sentence by sentence: the
+    # dense input becomes cos(query) + max(cos(query), cos(each sentence)). Long requests that
+    # ask for two tools in two sentences are poorly served by one query vector. Measured in
+    # the grid's last stage (benchmarks/retrieval/targets.py).
+    sentence_max: bool = True
+    max_sentences: int = 6
+    # Sentence vectors: "spans" = mean of each sentence's tokens from ONE pass over the whole
+    # query (costs one encode); "separate" = each sentence encoded on its own (1 + n texts:
+    # all queries STB nDCG@5 0.769 vs 0.761 for spans, but hybrid p50 at 20k tools 38 ms vs 26).
+    sentence_vectors: str = "spans"
+    # Candidates for the sentence scores: the whole query's top ``sentence_pool`` (one faiss
+    # scan of the catalog); 0 = union of each vector's own top list (one scan per vector,
+    # ~1 ms each at 20k tools). Same figures on every benchmark set for 0 and 400.
+    sentence_pool: int = 400
+    # What `toolsift bench routing` measures and chose (docs/routing.md); router.ranking.shaping applies them.
+    # Multi-part requests (router.ranking.coverage): xQuAD weight of the parts, 0 = off; the top
+    # ``coverage_pool`` of the fused ranking are re-ordered.
+    coverage: float = 0.3
+    coverage_pool: int = 30
+    exact_names: bool = True             # a tool the query names goes first (router.ranking.exact_names)
+    # Abstain when the best raw cosine of the request (or a part) with a top tool is below this
+    # (router.ranking.abstain); None = never.
+    abstain_below: float | None = 0.25
+    # Adaptive k (router.ranking.adaptive_k): keep tools of strength >= ratio x the top one, at most the
+    # ceiling (the caller's k when adaptive k is asked for with a k, else this).
+    adaptive_ratio: float = 0.6
+    adaptive_ceiling: int = 10
+
+
+def tuned_weights(model_id: str) -> tuple[float, float] | None:
+    """The fusion weights recorded in a tuned model folder, if any."""
+    if model_id in BUNDLED:
+        return None
+    path = Path(model_id) / TUNE_FILE
+    if not path.is_file():
+        return None
+    try:
+        w = json.loads(path.read_text(encoding="utf-8"))["router"]["weights"]
+        return (float(w[0]), float(w[1]))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+# The shipped general encoder fuses each retriever's top 50, not top 100. On a catalog of fewer
+# than 100 tools the dense list at depth 100 is the whole catalog, so its min-max floor is the
+# least related tool and the dense scores of the plausible ones crowd near 1, while BM25's list
+# holds only the tools sharing a word: BM25 decides. Chosen cross-fitted by `toolsift bench
+# general-encoder` (benchmarks/retrieval/general_fusion.py): depth 50 wins on each half of the queries
+# chosen on the other, TorchHub Recall@5 0.409 -> 0.473 for TF Hub 0.645 -> 0.613; a model
+# trained without a family loses up to 0.004 nDCG@5 on it (APIBench more: benchmarks/README.md).
+# The untuned MiniLM keeps 100, the depth its defaults were chosen with (benchmarks/retrieval/targets.py).
+GENERAL_ENCODER_DEPTH = 50
+
+
+def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
+    """``base`` (default: the defaults) with the general encoder's own fusion depth."""
+    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH)
+
+
+def config_for_model(model: str | None) -> RouterConfig:
+    """The defaults for a model: the fusion weights `toolsift tune` chose for a tuned model
+    folder; the general encoder's fusion depth for the default model (``None``)."""
+    weights = tuned_weights(model) if model else None
+    if weights:
+        return RouterConfig(weights=weights)
+    return general_encoder_config() if (model or DEFAULT_MODEL) == DEFAULT_MODEL else RouterConfig()

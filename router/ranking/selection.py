@@ -1,0 +1,64 @@
+"""`Selection`: one tool a router chose for a request, with its scores and why."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apidb.record import ApiRecord
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
+    content words found in the tool's text, each with the fields it was found in), dense cosine
+    similarity, the reason ("ranked", "pinned", or "substitute": below the top k, admitted in place
+    of a tool the token budget dropped), when a budget was applied, its schema's tokens, and a note
+    when its scores are partial (a live catalog's record not embedded yet: BM25 only)."""
+
+    record: ApiRecord
+    score: float
+    rank: int
+    bm25_score: float | None = None
+    matched_terms: list[str] = field(default_factory=list)
+    dense_score: float | None = None
+    reason: str = "ranked"
+    matched_fields: dict[str, list[str]] = field(default_factory=dict)
+    tokens: int | None = None
+    note: str | None = None  # e.g. a record a live catalog has no vector for yet (router.ranking.watch)
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.record
+        out: dict[str, Any] = {"id": r.id, "name": r.name, "namespace": r.namespace,
+                               "score": round(float(self.score), 6)}
+        if r.call is not None:
+            out["call"] = r.call
+        out.update({"rank": self.rank, "reason": self.reason,
+                    "bm25_score": None if self.bm25_score is None else round(float(self.bm25_score), 6),
+                    "matched_terms": list(self.matched_terms),
+                    "matched_fields": {t: list(f) for t, f in self.matched_fields.items()},
+                    "dense_score": None if self.dense_score is None else round(float(self.dense_score), 6)})
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+
+class SelectionList(list):
+    """The list `Router.select` returns: the selections, plus ``budget`` (a
+    `router.ranking.budget.BudgetReport`: tokens used, what was dropped and why) when a token budget
+    was given, else None; ``abstention`` (a `router.ranking.abstain.Abstention`, None when not measured:
+    BM25 only, or a named tool) — ``abstained`` is True when no tool fits —; ``adaptive_k``, the
+    number of ranked tools adaptive k let through (None for a fixed k); ``parts``, how many parts
+    the request was read as (router.ranking.coverage)."""
+
+    def __init__(self, items=(), budget: Any = None) -> None:
+        super().__init__(items)
+        self.budget = budget
+        self.abstention: Any = None
+        self.adaptive_k: int | None = None
+        self.parts = 1
+
+    @property
+    def abstained(self) -> bool:
+        return self.abstention is not None and self.abstention.abstained
