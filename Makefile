@@ -11,7 +11,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(STAMP): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e '.[dev,integration]'
+	$(PY) -m pip install --quiet -e '.[dev,integration,langgraph,llamaindex]'
 	touch $(STAMP)
 
 install: $(STAMP)

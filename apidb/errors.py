@@ -16,6 +16,8 @@ declared in that package's own ``errors`` module::
     │   └── HallucinatedCallError      the model's tool calls fail the checker (mode "raise")
     ├── GatewayError                   router.gateway.errors  bad MCP gateway config or call
     ├── AgentError                     router.agent.errors    bad loop settings (also a ValueError)
+    ├── FrameworkError                 router.frameworks.errors  a tool that cannot be a record; a missing extra
+    │   └── MissingExtraError          a framework package is not installed (also an ImportError)
     ├── CliError                       router.cli.errors      a command-line value that cannot work
     └── BenchmarkError                 benchmarks.errors      a benchmark cannot run
         ├── DatasetError               a dataset is unknown, missing or malformed

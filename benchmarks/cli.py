@@ -50,23 +50,34 @@ def retrieval_cmd(
     db: Db = None,
     queries: Optional[Path] = typer.Option(None, "--queries", help="your labelled queries (JSONL: id, query or "
                                            "messages, relevant: record ids or unique tool names)"),
+    tools: Optional[str] = typer.Option(None, "--tools", help="your tools as Python functions or framework tool "
+                                        "objects instead of a catalog: MODULE:ATTRIBUTE naming a list or mapping "
+                                        "of them, or a router.frameworks.ToolRegistry (with --queries)"),
     model: Optional[str] = typer.Option(None, "--model", show_default=False,
                                         help="the router's embedding model (default: the untuned all-MiniLM-L6-v2, "
                                              "since the shipped general encoder trained on the public datasets; "
                                              "toolsift-general-minilm or a tuned folder for your own queries)"),
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
-    your own catalog and labelled queries (--db with --queries)."""
+    your own catalog and labelled queries (--db with --queries), or on your own Python tools
+    (--tools with --queries)."""
     from .retrieval import comparison as retrieval
     from .errors import DatasetError
 
     custom = []
-    if queries is not None:  # your catalog (--db, else $TOOLSIFT_DB) with your labelled queries
+    if tools is not None and db is not None:
+        raise DatasetError("--tools and --db are two sources of tools: give one")
+    if queries is not None and tools is not None:  # your Python functions with your labelled queries
+        from .data.custom import load_python_tools
+
+        custom = [load_python_tools(tools, queries)]
+    elif queries is not None:  # your catalog (--db, else $TOOLSIFT_DB) with your labelled queries
         from .data.custom import load_custom
 
         custom = [load_custom(catalog_path(db), queries)]
-    elif db is not None:
-        raise DatasetError("--db and --queries go together: give the labelled queries for that catalog")
+    elif db is not None or tools is not None:
+        raise DatasetError(f"{'--db' if db is not None else '--tools'} and --queries go together: give the "
+                           "labelled queries for those tools")
     # your own runs never overwrite the committed public report
     target = out or (Path("bench-out") / "retrieval" if custom else _out(out, "retrieval", quick))
     res = retrieval.run(_csv(datasets), _csv(methods), target, quick, max_queries, command=_command(),

@@ -1,7 +1,7 @@
 """The package layering of pyproject.toml ([tool.importlinter]), checked by import-linter itself.
 
 apidb at the bottom; the checker and the retrieval core above it; the ways in (middleware,
-gateway, agent) above the core; the command line above them; the benchmarks on top; inside the
+gateway, agent, frameworks) above the core; the command line above them; the benchmarks on top; inside the
 core, the encoders below the index below the ranking, training and tenancy above it; inside the
 benchmarks, the data below the retrieval benchmarks below the rest; no import cycles between
 sibling modules. The second test proves the check can fail: it copies the tree,
@@ -61,6 +61,10 @@ def _copy_tree(dest: Path) -> Path:
     ("router/ranking/query.py", "import checker.messages", "The retrieval core never uses the checker"),
     # two ways in depend on each other
     ("router/gateway/server.py", "import router.agent.trace", "Router: the command line"),
+    # the framework adapters reach into another way in (they use the core's Router, like the proxy)
+    ("router/frameworks/registry.py", "import router.middleware.request", "Router: the command line"),
+    # the retrieval core uses the framework adapters
+    ("router/ranking/engine.py", "import router.frameworks.tools", "Router: the command line"),
     # the encoders reach up into the index
     ("router/encoders/dense.py", "import router.index.build", "Retrieval core: training | tenancy > ranking"),
     # the index reaches up into the ranking

@@ -67,10 +67,11 @@ def load_usage_log(db: str | Path, logs: list[Path]) -> tuple[LabelledSet, LogEx
     return LabelledSet(records, queries, db, Path(logs[0])), found
 
 
-def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
-    """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field."""
+def load_labelled(db: str | Path, queries: str | Path, *, records: list[ApiRecord] | None = None) -> LabelledSet:
+    """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field.
+    With ``records`` (e.g. a registry of Python functions), those are the catalog and ``db`` only names them."""
     db, qpath = Path(db), Path(queries)
-    records = _catalog_records(db)
+    records = _catalog_records(db) if records is None else records
     resolve = _resolver(records)
     try:
         out = [_query(qpath, n, row, resolve) for n, row in parse_lines(read_utf8(qpath, "the queries file"))]
