@@ -39,19 +39,16 @@ class ToolRegistry:
             raise FrameworkError("no tools to route over: give at least one function or tool object")
         self.records: list[ApiRecord] = []
         self._objects: dict[str, Any] = {}
-        self._keys: dict[str, str] = {}  # record id -> the mapping's key (bigtool's tool ids)
+        self._keys: dict[str, str] = {}  # record id -> the mapping's key (bigtool's tool ids), else the name
         for key, tool in items:
+            # the id is the tool's name, never the mapping's key: a key (bigtool uses uuids) is not
+            # a word of the tool, and two tools of one name cannot be offered to one model anyway
             rec = tool_record(tool, namespace)
-            if key is not None and key != rec.name:  # the registry's key names the tool
-                rec = ApiRecord(id=f"{namespace}/{key}", namespace=namespace, name=rec.name,
-                                description=rec.description, parameters=rec.parameters,
-                                source_format=rec.source_format)
             if rec.id in self._objects:
-                raise FrameworkError(f"two tools are named {rec.id.split('/', 1)[1]!r}; tool names must be unique "
-                                     "(give a mapping of unique keys to tools)")
+                raise FrameworkError(f"two tools are named {rec.name!r}; tool names must be unique")
             self.records.append(rec)
             self._objects[rec.id] = tool
-            self._keys[rec.id] = rec.id.split("/", 1)[1] if key is None else key
+            self._keys[rec.id] = rec.name if key is None else key
         self._router_args = {"model": model, "config": config, "dense": dense, "cache_dir": cache_dir}
         self._router: Router | None = None
 

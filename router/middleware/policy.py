@@ -4,24 +4,15 @@ Completions shape, see `router.middleware.request`).
 """
 from __future__ import annotations
 
-import fnmatch
-import functools
-import re
 from typing import Any, Iterable, Sequence
+
+from ..ranking.kept import CONTROL_TOOLS, control_matcher
 
 from .errors import RequestError
 from .request_body import ToolList
 
 MAX_REQUEST_TOOLS = 20_000  # tools one request may bring (checked before any per-tool work)
 
-# Tools that end or steer a framework's own loop: routing one out means the agent never finishes
-# (issue 13). Shell-style patterns, matched against tool names; documented in docs/middleware.md.
-CONTROL_TOOLS: tuple[str, ...] = (
-    "final_answer",      # smolagents: ToolCallingAgent ends its run by calling it
-    "final_result",      # pydantic-ai: structured output arrives as a call to this tool ...
-    "final_result_*",    # ... or to final_result_<Type> when the output is a union
-    "transfer_to_*",     # OpenAI Agents SDK / Swarm: handoffs to another agent are tools
-)
 # Roles a conversation may hold (Chat Completions; "function" is the legacy tool role).
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -107,13 +98,6 @@ def rankable_messages(messages: list[dict]) -> None:
                            "words to match tools with; send at most k tools, or pin the ones needed)") from None
 
 
-@functools.lru_cache(maxsize=32)
-def _control_pattern(control: tuple[str, ...]) -> Any:
-    """One compiled regex for all of ``control``'s shell patterns (case-sensitive, as
-    fnmatchcase): a 2k-tool request was matched pattern by pattern, ~3 ms of each request."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in control)).match
-
-
 def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
                  control: Sequence[str] = CONTROL_TOOLS, keep: Iterable[str] = ()) -> dict[str, str]:
     """Tool names that must be offered, with why: tool_choice, pinned, request (marked by the
@@ -126,7 +110,7 @@ def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
             if name:
                 out.setdefault(name, "history")
     if control:
-        match = _control_pattern(tuple(control))
+        match = control_matcher(tuple(control))
         for name in names:
             if match(name):
                 out[name] = "control"

@@ -65,7 +65,9 @@ def _json_spec(spec: dict, description: bool = True) -> dict:
 
 def _usable(fn: dict) -> bool:
     props = (fn.get("parameters") or {}).get("properties") or {}
-    return all(p.isidentifier() and not keyword.iskeyword(p) and isinstance(s, dict) for p, s in props.items())
+    # a leading underscore is legal Python, but LlamaIndex cannot make a FunctionTool of it (a Pydantic field)
+    return all(p.isidentifier() and not keyword.iskeyword(p) and not p.startswith("_") and isinstance(s, dict)
+               for p, s in props.items())
 
 
 def _source(fn: dict) -> str:

@@ -139,8 +139,8 @@ def test_the_registry_ranks_with_the_router_and_returns_the_objects():
     assert reg.select("what is the weather in Paris", k=1) == [get_weather]
     assert reg.select_keys("send a parcel of 2 kg", k=1) == ["ship"]
     sel = reg.selections("send a parcel", k=1)[0]
-    assert sel.record.id == "python/ship" and sel.reason == "ranked" and "parcel" in sel.matched_terms
-    assert reg.by_key("weather") is get_weather and reg.tool("python/address") is Address
+    assert sel.record.id == "python/ship_parcel" and sel.reason == "ranked" and "parcel" in sel.matched_terms
+    assert reg.by_key("weather") is get_weather and reg.tool("python/Address") is Address
     # pins come first and do not count against k (Router.select's own rule)
     assert reg.select("what is the weather in Paris", k=1, pinned=["Address"]) == [Address, get_weather]
 
