@@ -164,9 +164,12 @@ def test_a_function_ranks_exactly_like_the_same_tool_written_as_json(tmp_path):
 
 def test_load_registry_imports_module_attribute(tmp_path, monkeypatch):
     (tmp_path / "my_tools.py").write_text("def add(a: int, b: int) -> int:\n    'Add two numbers.'\n    return a + b\n"
-                                          "TOOLS = [add]\nNOT_TOOLS = 'add'\n")
+                                          "TOOLS = [add]\nNOT_TOOLS = 'add'\n"
+                                          "from router.frameworks import ToolRegistry\n"
+                                          "REGISTRY = ToolRegistry(TOOLS, namespace='maths')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert load_registry("my_tools:TOOLS").records[0].id == "python/add"
+    assert load_registry("my_tools:REGISTRY").records[0].id == "maths/add"  # a registry is taken as it is
     for spec, msg in (("my_tools", "MODULE:ATTRIBUTE"), ("no_such_module_x:T", "cannot import"),
                       ("my_tools:MISSING", "no attribute 'MISSING'"), ("my_tools:NOT_TOOLS", "got str")):
         with pytest.raises(FrameworkError, match=msg):
