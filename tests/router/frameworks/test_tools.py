@@ -1,6 +1,7 @@
 """Python functions and framework tool objects as catalog records, and the in-memory registry over them."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Literal
@@ -186,3 +187,17 @@ def test_a_missing_framework_is_one_line_naming_the_extra():
     assert out.startswith("MissingExtraError langgraph_bigtool is not installed"), out
     assert "pip install 'toolsift[langgraph]'" in out and out.count("\n") == 1
     assert issubclass(MissingExtraError, FrameworkError)
+
+
+def test_a_saved_registry_is_a_catalog_the_command_routes(tmp_path):
+    from tests.support.cli import toolsift
+
+    reg = ToolRegistry([get_weather, ship_parcel, Address], namespace="mine", dense=False)
+    db = reg.save(tmp_path / "catalog.db")
+    proc = toolsift("route", "send a parcel to Lyon", "-k", "1", "--method", "bm25", "--json", db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert [t["id"] for t in json.loads(proc.stdout)["tools"]] == ["mine/ship_parcel"]
+    reg2 = ToolRegistry([get_weather], namespace="mine", dense=False)
+    reg2.save(db)  # the namespace now holds exactly the registry's tools
+    proc = toolsift("catalog", "list", "--json", db=db)
+    assert "mine/ship_parcel" not in proc.stdout and "mine/get_weather" in proc.stdout
