@@ -142,10 +142,23 @@ class RoutedModel:
 
 def routed_model(llm: Any, tools: ToolRegistry | Iterable[Any] | Mapping[str, Any], k: int = 5, *,
                  pinned: Collection[str] = (), control: Sequence[str] = CONTROL_TOOLS, tool_choice: Any = None,
-                 select_options: Mapping[str, Any] | None = None, **bind_kwargs: Any) -> RoutedModel:
+                 select_options: Mapping[str, Any] | None = None, asynchronous: bool = False,
+                 **bind_kwargs: Any) -> Any:
     """The model argument of LangGraph's ``create_react_agent(model, tools)``: on each call, ``llm``
     (a LangChain chat model) with only the routed tools bound. Pass the agent all of ``tools`` as
-    usual, so that its ToolNode can run whichever the model calls."""
+    usual, so that its ToolNode can run whichever the model calls.
+
+    ``asynchronous=True`` gives a coroutine function instead (for an agent run only with ``ainvoke`` /
+    ``astream``): the ranking then runs in a worker thread, off the event loop. Its ``.routed`` is the
+    `RoutedModel` (``.routed.bindings``)."""
     require("langchain_core")
-    return RoutedModel(llm, _registry(tools), k, pinned=pinned, control=control, tool_choice=tool_choice,
-                       select_options=select_options, **bind_kwargs)
+    routed = RoutedModel(llm, _registry(tools), k, pinned=pinned, control=control, tool_choice=tool_choice,
+                         select_options=select_options, **bind_kwargs)
+    if not asynchronous:
+        return routed
+
+    async def arouted_model(state: Any, runtime: Any = None) -> Any:
+        return await asyncio.to_thread(routed, state, runtime)
+
+    arouted_model.routed = routed  # type: ignore[attr-defined]
+    return arouted_model

@@ -99,6 +99,16 @@ def test_prebuilt_agent_binds_at_most_k_tools_per_call_and_finishes(bfcl_functio
 
 
 @pytest.mark.slow
+def test_prebuilt_agent_async_routed_model_finishes(bfcl_functions, emb_cache):
+    model = AgentModel(max_offered=K_REACT + len(STEPS), parallel=True)
+    with ScriptedUpstream(model) as up:
+        agent, arouted = _react_agent(up, bfcl_functions, K_REACT, emb_cache, asynchronous=True)
+        out = asyncio.run(agent.ainvoke({"messages": [("user", TASK)]}))
+    assert out["messages"][-1].content == FINISHED and _ran_both(out["messages"])
+    assert [list(b.tools) for b in arouted.routed.bindings] == model.offered and model.refused == 0
+
+
+@pytest.mark.slow
 def test_prebuilt_agent_cannot_finish_without_routing(bfcl_functions, emb_cache):
     model = AgentModel(max_offered=K_REACT + len(STEPS), parallel=True)
     with ScriptedUpstream(model) as up:
