@@ -79,6 +79,37 @@ def _strip_titles(schema: Any) -> Any:
     return schema
 
 
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Pydantic's ``$ref``s to its own ``$defs`` replaced by the definitions (a recursive model keeps
+    its ``$ref`` and ``$defs``): hand-written tool schemas nest objects inline, and the router reads a
+    nested object's field names only when they sit under the parameter (router.text)."""
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    unresolved = False
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        nonlocal unresolved
+        if isinstance(node, list):
+            return [walk(v, seen) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/"):]
+            if name in defs and name not in seen:
+                extra = {k: v for k, v in node.items() if k != "$ref"}  # e.g. the argument's description
+                return {**walk(defs[name], seen + (name,)), **extra}
+            unresolved = True
+            return node
+        return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+
+    out = walk(schema, ())
+    if unresolved:
+        out["$defs"] = defs
+    return out
+
+
 def function_schema(fn: Callable[..., Any], arg_docs: dict[str, str] | None = None) -> dict[str, Any]:
     """The JSON Schema of a callable's arguments, from its signature and type hints (via Pydantic)."""
     import pydantic
@@ -103,7 +134,7 @@ def function_schema(fn: Callable[..., Any], arg_docs: dict[str, str] | None = No
         schema = model.model_json_schema()
     except Exception as exc:  # an annotation Pydantic cannot turn into a schema
         raise FrameworkError(f"tool {_name_of(fn)!r}: its parameters have no JSON Schema ({exc})") from None
-    schema = _strip_titles(schema)
+    schema = _inline_refs(_strip_titles(schema))
     schema.setdefault("properties", {})
     return schema
 
@@ -134,7 +165,7 @@ def describe(tool: Any) -> tuple[str, str, dict[str, Any], str]:
         return fn["name"], fn.get("description") or "", fn.get("parameters") or dict(EMPTY_SCHEMA), "openai"
     if _is_pydantic_model(tool):
         desc, _ = _doc_parts(tool.__doc__)
-        return tool.__name__, desc, _strip_titles(tool.model_json_schema()), "pydantic"
+        return tool.__name__, desc, _inline_refs(_strip_titles(tool.model_json_schema())), "pydantic"
     meta = getattr(tool, "metadata", None)
     if meta is not None and hasattr(meta, "get_parameters_dict") and hasattr(tool, "call"):  # LlamaIndex
         try:

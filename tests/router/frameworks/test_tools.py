@@ -69,9 +69,24 @@ def test_sphinx_docstrings_pydantic_arguments_and_framework_arguments():
     # *args / **kwargs are not model arguments; a leading underscore is a legal parameter name
     assert list(props) == ["to", "weight_kg", "_id"]
     assert props["weight_kg"] == {"type": "number", "description": "its weight in kilograms"}
-    assert props["to"]["description"] == "where it goes"
-    assert rec.parameters["$defs"]["Address"]["properties"]["city"]["description"] == "the city"
+    # the nested model inline, as a hand-written schema has it: the router reads its field names
+    assert props["to"]["description"] == "where it goes" and "$defs" not in rec.parameters
+    assert props["to"]["properties"]["city"] == {"type": "string", "description": "the city"}
+    assert "city" in rtext.record_fields(rec)["params"]
     assert rec.description == "Ship a parcel."
+
+
+class Folder(pydantic.BaseModel):
+    """A folder and its sub-folders."""
+
+    name: str
+    children: list["Folder"] = []
+
+
+def test_a_recursive_model_keeps_its_refs():
+    props = tool_record(Folder).parameters["properties"]
+    assert props["children"]["items"] == {"$ref": "#/$defs/Folder"}
+    assert "Folder" in tool_record(Folder).parameters["$defs"]
 
 
 def test_a_pydantic_model_and_an_openai_tool_dict_are_tools():
