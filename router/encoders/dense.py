@@ -304,6 +304,20 @@ def shared_cache(directory: str | os.PathLike[str], model_id: str, encoder: str 
         return _CACHES[key]
 
 
+class EmbeddingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during embed_with_cache, after the vectors made so far were saved to the cache:
+    ``kept`` of the ``wanted`` missing vectors are there for the next run. A KeyboardInterrupt,
+    so code that does not know it still stops."""
+
+    def __init__(self, kept: int, wanted: int, where: str) -> None:
+        super().__init__(f"{kept} of {wanted} embeddings kept in {where}")
+        self.kept, self.wanted, self.where = kept, wanted, where
+
+
+# texts encoded between two looks at Ctrl-C: what an interruption can lose (a few seconds' work)
+INTERRUPT_GRAIN = 64
+
+
 def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence[str],
                      text_of: Callable[[int], str] | Sequence[str], *, on_batch: Callable[[int], None] | None = None,
                      checkpoint_every: int = 1024) -> tuple[np.ndarray, int]:
@@ -311,23 +325,42 @@ def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence
     ``text_of(i)`` renders item i, and is only called for items that must be encoded (a list
     of texts works too).
 
-    The cache is saved every ``checkpoint_every`` new vectors, so a killed long build
-    keeps most of its work.
+    The cache is saved every ``checkpoint_every`` new vectors, so a killed long build keeps most
+    of its work; on Ctrl-C it is saved with every vector made so far (up to INTERRUPT_GRAIN texts
+    in flight are lost) and EmbeddingInterrupted says how many were kept.
     """
     if not callable(text_of):
         text_of = text_of.__getitem__
     found = cache.get_many(hashes)
     missing = [i for i, v in enumerate(found) if v is None]
-    for start in range(0, len(missing), checkpoint_every):
-        chunk = missing[start:start + checkpoint_every]
-        vecs = embedder.encode([text_of(i) for i in chunk], on_batch=on_batch)
-        cache.put_many([hashes[i] for i in chunk], vecs)
+    done = unsaved = 0
+    try:
+        for start in range(0, len(missing), INTERRUPT_GRAIN):
+            chunk = missing[start:start + INTERRUPT_GRAIN]
+            vecs = embedder.encode([text_of(i) for i in chunk], on_batch=on_batch)
+            cache.put_many([hashes[i] for i in chunk], vecs)
+            for i, v in zip(chunk, vecs):
+                found[i] = v
+            done, unsaved = done + len(chunk), unsaved + len(chunk)
+            if unsaved >= checkpoint_every:
+                cache.save()
+                unsaved = 0
+    except KeyboardInterrupt:
         cache.save()
-        for i, v in zip(chunk, vecs):
-            found[i] = v
+        raise EmbeddingInterrupted(done, len(missing), cache_location(cache)) from None
+    if unsaved:
+        cache.save()
     if not found:
         return np.zeros((0, embedder.dim if missing else 0), dtype=np.float32), 0
     return np.ascontiguousarray(np.vstack(found), dtype=np.float32), len(missing)
+
+
+def cache_location(cache) -> str:
+    """Where a cache (or the first writable layer of a layered one) writes."""
+    for layer in [cache, *(getattr(cache, "writable", ()) or ())]:
+        if getattr(layer, "path", None):
+            return str(layer.path)
+    return "the embedding cache"
 
 
 def forget_caches() -> None:
