@@ -71,6 +71,9 @@ def test_index_route_check_audit_demo_without_torch(tmp_path, tools_db):
                                     "ground_truth": [{"get_weather": {"city": ["Paris"]}}]}) + "\n", encoding="utf-8")
     res = toolsift("audit", released, "--mode", "bfcl", "--json", env=env)
     assert res.returncode == 1 and json.loads(res.stdout)["counts"] == {"hallucinated_tool": 1}, res.stderr
+    res = toolsift("doctor", "--json", db=tools_db, env=env)
+    checks = {c["check"]: c for c in json.loads(res.stdout)["checks"]}
+    assert checks["default encoder"]["status"] == "ok" and "model-int8.onnx" in checks["default encoder"]["detail"]
     res = toolsift("demo", "--db", tmp_path / "demo.db", env=env)
     assert res.returncode == 0 and "top tools for:" in res.stdout, res.stderr
     _assert_untouched(log, tmp_path)
