@@ -54,9 +54,9 @@ def retrieval_cmd(
                                         "objects instead of a catalog: MODULE:ATTRIBUTE naming a list or mapping "
                                         "of them, or a router.frameworks.ToolRegistry (with --queries)"),
     model: Optional[str] = typer.Option(None, "--model", show_default=False,
-                                        help="the router's embedding model (default: the untuned all-MiniLM-L6-v2, "
-                                             "since the shipped general encoder trained on the public datasets; "
-                                             "toolsift-general-minilm or a tuned folder for your own queries)"),
+                                        help="the router's embedding model (default on the public datasets: the "
+                                             "untuned all-MiniLM-L6-v2, since the shipped general encoder trained on "
+                                             "them; on your own --queries: toolsift-general-minilm, as `route`)"),
 ) -> None:
     """Compare rank-bm25 and the router's BM25 / dense / hybrid variants on every dataset, or on
     your own catalog and labelled queries (--db with --queries), or on your own Python tools
@@ -148,6 +148,18 @@ def cold_route_cmd(
                          build=build)
     typer.echo(cold_route.summary(res))
     typer.echo(f"wrote {target / 'report.md'}")
+
+
+@bench_app.callback()
+def _needs_bench_extra() -> None:
+    """Every benchmark scores with ranx (which pulls scipy, numba, pandas): the `bench` extra, not
+    the run-time install. Say so in one line before any work (help still shows without it)."""
+    from importlib.util import find_spec
+
+    missing = [m for m in ("ranx", "rank_bm25") if find_spec(m) is None]
+    if missing and not {"--help", "-h"} & set(sys.argv):
+        raise BenchmarkError(f"`toolsift bench` needs the benchmark extra ({', '.join(missing)} not installed): "
+                             "pip install 'toolsift[bench]'")
 
 
 @bench_app.command("encoders")
@@ -361,6 +373,9 @@ def _general_encoder_cmd(
                                                       "(router/data/general_encoder.npz) instead of scoring"),
 ) -> None:
     """The general tool encoder: scored cross-fitted or leave-one-family-out, or built (tens of minutes)."""
+    from router.encoders.model import require_train
+
+    require_train("`toolsift bench general-encoder`")
     from .retrieval import general_encoder
 
     if build:

@@ -289,16 +289,21 @@ def run(datasets: Iterable[str] | None = None, methods: Iterable[str] | None = N
             "max_records": QUICK_RECORDS, "seed": QUICK_SEED,
             "note": "a pipeline check (CI), not a measurement: smaller corpora make retrieval easier",
         }
-    from router.encoders.model import BASE_MODEL
+    from router.encoders.model import BASE_MODEL, DEFAULT_MODEL
 
-    results["model"] = model or BASE_MODEL
+    # Your own catalog and queries are scored with what `toolsift route` uses (the shipped general
+    # encoder, ready for ONNX Runtime). The public data sets keep the untuned MiniLM: the general
+    # encoder was trained on their queries, so its figures there would not be of unseen queries.
+    model = model or (DEFAULT_MODEL if custom and not names else BASE_MODEL)
+    results["model"] = model
     builds = _Builds(need_dense, model=model)
     if need_dense:
         from router.encoders.dense import Embedder
 
         # the encoder $TOOLSIFT_ENCODER names (default ONNX), loaded once per process (torch: ~8 s
         # of imports; ONNX: the export on first use): not part of any index's build time
-        warm = Embedder(model or BASE_MODEL)
+        print(f"[retrieval] loading the encoder of {model} ...", file=sys.stderr, flush=True)
+        warm = Embedder(model)
         warm.model
         results["encoder"] = warm.backend
         one_torch_thread()

@@ -174,12 +174,23 @@ def build_shipped(per_dataset: int | None = None, rank: int = SHIPPED_RANK) -> d
     folder, info = train(None, per_dataset or PER_DATASET)
     kept = build_delta(model_path(BASE_MODEL), folder, DELTA_FILE, rank,
                        info={k: info[k] for k in ("pairs", "trained_on", "config", "spec")})
+    shipped = ship_onnx()
     return {**info, **kept, "rank": rank, "path": str(DELTA_FILE), "bytes": DELTA_FILE.stat().st_size,
-            "sha": delta_sha()}
+            "sha": delta_sha(), "onnx": shipped}
 
 
-if __name__ == "__main__":  # python -m benchmarks.retrieval.general_training [dev|test|all]
+def ship_onnx() -> dict[str, Any]:
+    """Export the shipped delta's merged model and ship its int8 graph (router/data/general_encoder/),
+    so that a fresh install routes with it without converting anything (router.encoders.shipped)."""
+    from router.encoders.model import DEFAULT_MODEL, folder_fingerprint, model_path
+    from router.encoders.shipped import write_shipped
+
+    folder = model_path(DEFAULT_MODEL)
+    return write_shipped(folder, folder_fingerprint(folder))
+
+
+if __name__ == "__main__":  # python -m benchmarks.retrieval.general_training [dev|test|all|ship]
     import sys
 
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
-    print(train(None if which == "all" else which), flush=True)
+    print(ship_onnx() if which == "ship" else train(None if which == "all" else which), flush=True)

@@ -57,6 +57,21 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _length_lines(s: dict[str, Any]) -> list[str]:
+    """Route latency by request length (targets_speed.by_length): short questions vs agent requests."""
+    by = s.get("by_length")
+    if not by:
+        return []
+    label = {"short": "short questions", "agent": "agent-length requests"}
+    rows = [[label.get(k, k), v["requests"], f"{v['mean_words']} ({v['words_range'][0]}-{v['words_range'][1]})",
+             round(v["hybrid"]["p50"], 2), round(v["hybrid"]["p95"], 2), round(v["hybrid"]["cpu_p50"], 2),
+             round(v["dense"]["p50"], 2), round(v["dense"]["cpu_p50"], 2)] for k, v in by.items()]
+    return ["", "Route latency by request length, same catalog and process (wall p50/p95, CPU p50 of the "
+                "routing thread):", "",
+            _table(["requests", "n", "words per request (range)", "hybrid p50 ms", "hybrid p95 ms",
+                    "hybrid CPU p50 ms", "dense p50 ms", "dense CPU p50 ms"], rows)]
+
+
 def _encoder_speed_lines(s: dict[str, Any]) -> list[str]:
     """Issue #15's targets per encoder (torch reference vs the default), from speed()."""
     by = s.get("by_encoder")
@@ -147,7 +162,7 @@ def write_report(results: dict[str, Any], out: Path) -> None:
                           ["query encode (MiniLM)", s["query_encode_ms"]["p50"], s["query_encode_ms"]["p95"], ""]]),
                   "", f"BM25 stage alone, same corpus and tokens: bm25s {s['bm25_stage_ms']['bm25s_p50']} ms vs "
                   f"rank-bm25 {s['bm25_stage_ms']['rank_bm25_p50']} ms per query (×{s['bm25_stage_ms']['speedup']}).", "",
-                  *_encoder_speed_lines(s)]
+                  *_encoder_speed_lines(s), *_length_lines(s)]
     r = results.get("reindex")
     if r:
         lines += ["## Incremental re-index", "",
@@ -200,6 +215,10 @@ def run_speed_only(out_dir: str | os.PathLike[str] | None = None, quick: bool = 
     path.write_text(json.dumps(results, indent=1, default=str), encoding="utf-8")
     write_report(results, out)
     print(json.dumps(speed_out), flush=True)
+    for name, v in speed_out.get("by_length", {}).items():
+        print(f"{name}: {v['requests']} requests, {v['mean_words']} words each on average: hybrid p50 "
+              f"{v['hybrid']['p50']:.2f} ms wall, {v['hybrid']['cpu_p50']:.2f} ms CPU; dense p50 "
+              f"{v['dense']['p50']:.2f} ms (load {speed_out['loadavg_1m']})", flush=True)
     return results
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,6 +69,8 @@ def speed(sets: dict, quick: bool) -> dict[str, Any]:
     by_encoder: dict[str, Any] = {}
     # the torch reference first, the default last: its router stays for the figures below
     for encoder in ("torch", resolve_encoder()):
+        print(f"[speed] {encoder}: embedding {len(real):,} real tools (cached after the first run), "
+              f"then {len(queries)} routes at {len(recs):,} tools ...", file=sys.stderr, flush=True)
         base = Router(real, encoder=encoder)
         base.dense_index()
         rng = np.random.default_rng(0)
@@ -95,6 +98,8 @@ def speed(sets: dict, quick: bool) -> dict[str, Any]:
         router.encode_queries([q])
         enc.append((time.perf_counter() - t) * 1000)
     out["query_encode_ms"] = {"p50": round(_pct(enc, 50), 2), "p95": round(_pct(enc, 95), 2)}
+    print("[speed] short vs agent-length requests ...", file=sys.stderr, flush=True)
+    out["by_length"] = by_length(router, [q.text for n in STB + APIBENCH for q in sets[n].queries], quick)
     # BM25 stage alone, bm25s vs rank-bm25, same documents and query tokens
     docs = batch_tokens(recs, router.config.field_weights)
     t = time.perf_counter()
@@ -113,6 +118,33 @@ def speed(sets: dict, quick: bool) -> dict[str, Any]:
                             "speedup": round(_pct(b2, 50) / max(_pct(b1, 50), 1e-9), 1),
                             "rank_bm25_build_s": round(okapi_build, 2)}
     out["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+SHORT_WORDS = 15          # a question as people type it (most APIBench queries)
+AGENT_WORDS = (40, 60)    # an agent's request: several sentences (StableToolBench's queries)
+
+
+def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
+    """Hybrid and dense route latency (wall p50/p95, CPU of the routing thread) for short and for
+    agent-length requests separately, with their words per request: a mix dominated by short
+    questions says nothing of what an agent's several-sentence request costs."""
+    from .scale import _latency
+
+    rng = np.random.default_rng(2)
+    groups = {"short": [t for t in texts if len(t.split()) <= SHORT_WORDS],
+              "agent": [t for t in texts if AGENT_WORDS[0] <= len(t.split()) <= AGENT_WORDS[1]]}
+    out: dict[str, Any] = {}
+    for name, qs in groups.items():
+        qs = [qs[i] for i in rng.permutation(len(qs))[: (30 if quick else 200)]]
+        if not qs:
+            continue
+        words = [len(q.split()) for q in qs]
+        out[name] = {"requests": len(qs), "mean_words": round(float(np.mean(words)), 1),
+                     "words_range": [min(words), max(words)],
+                     **{m: {k: round(v, 2) for k, v in _latency(lambda q, m=m: router.select(q, k=5, method=m),
+                                                                 qs).items()}
+                        for m in ("hybrid", "dense")}}
     return out
 
 

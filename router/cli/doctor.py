@@ -18,10 +18,14 @@ from .options import Db, IndexDir, Json, catalog_path
 from .output import print_json, say, wants_json
 
 # What toolsift runs on, and what each one is for (shown when it is missing).
-PACKAGES = (("onnxruntime", "fast query encoding without torch"), ("torch", "torch encoder, tune, ONNX export"),
-            ("sentence-transformers", "the embedding model"), ("faiss-cpu", "dense index"),
+PACKAGES = (("onnxruntime", "query and index encoding"), ("tokenizers", "query and index encoding"),
+            ("faiss-cpu", "dense index"),
             ("bm25s", "BM25 index builds"), ("tree-sitter", "checking code-style calls"),
             ("fastapi", "serve openai"), ("mcp", "serve mcp"), ("rich", "tables and progress bars"))
+# Extras: their absence is the run-time install as intended, not a finding.
+OPTIONAL = (("torch", "train", "tune, --encoder torch, converting a tuned folder"),
+            ("sentence-transformers", "train", "the torch reference encoder"),
+            ("ranx", "bench", "toolsift bench"))
 
 
 def _version(name: str) -> str | None:
@@ -91,6 +95,16 @@ def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> 
         checks.append(_check("encoder", "ok", f"{enc} ($TOOLSIFT_ENCODER)"))
     except Exception as exc:  # noqa: BLE001 - a bad $TOOLSIFT_ENCODER is a finding, not a crash
         checks.append(_check("encoder", "fail", str(exc)))
+    for name, extra, why in OPTIONAL:
+        v = _version(name)
+        checks.append(_check(name, "ok", v or f"not installed (optional, for {why}: pip install 'toolsift[{extra}]')"))
+    from router.encoders.shipped import SHIPPED_DIR, shipped_graph
+
+    graph = shipped_graph()
+    checks.append(_check("default encoder", "ok" if graph else "warn",
+                         f"{graph} (ready for ONNX Runtime)" if graph else
+                         f"{SHIPPED_DIR} holds no graph of the installed delta: the first use converts it "
+                         "(training extra)"))
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
     checks.append(_check("HF_HUB_OFFLINE", "ok" if offline else "warn",
                          "1: models load from the local cache only" if offline else

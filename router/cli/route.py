@@ -34,7 +34,10 @@ def index(db: Db = None, model: Model = None, index_dir: IndexDir = None, as_jso
 
 
 def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path], quiet: bool) -> None:
-    """Index with a progress bar on stderr; a sentence, or one JSON object when ``quiet``."""
+    """Index with a progress bar on a terminal's stderr (one line per stage on a pipe); a
+    sentence, or one JSON object when ``quiet``. Ctrl-C keeps the vectors made so far."""
+    import time
+
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -43,16 +46,35 @@ def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path
         TimeRemainingColumn,
     )
 
+    from router.encoders.dense import EmbeddingInterrupted
     from router.index.build import build_index
 
-    from .output import console
+    from .output import INTERRUPTED, console
 
-    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console(stderr=True), transient=True, disable=quiet) as progress:
-        task = progress.add_task("embed", total=0)
-        report = build_index(catalog_path(db), index_dir=index_dir, model=model,
-                             on_start=lambda n: progress.update(task, total=n),
-                             on_batch=lambda n: progress.advance(task, n))
+    err = console(stderr=True)
+    live = err.is_terminal
+    started = [0.0]
+
+    def on_start(n: int) -> None:
+        started[0] = time.perf_counter()
+        if live:
+            progress.update(task, total=n)
+        elif n:  # a pipe or a log: one line when the slow stage starts, one when it ends
+            say(f"index: embedding {n} new passage(s) ...", err=True)
+
+    try:
+        with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=err, transient=True, disable=not live) as progress:
+            task = progress.add_task("embed", total=0)
+            report = build_index(catalog_path(db), index_dir=index_dir, model=model, on_start=on_start,
+                                 on_batch=lambda n: progress.advance(task, n))
+    except EmbeddingInterrupted as stop:
+        say(f"interrupted: {stop.kept} of {stop.wanted} new embeddings kept in {stop.where}; "
+            f"`toolsift index` again embeds the other {stop.wanted - stop.kept}", err=True)
+        raise SystemExit(INTERRUPTED) from None
+    if not live and report.embedded:
+        secs = time.perf_counter() - started[0]
+        say(f"index: embedded {report.embedded} in {secs:.1f}s ({report.embedded / max(secs, 1e-9):.0f}/s)", err=True)
     if quiet:
         print_json(report.to_dict())
     elif report.up_to_date:

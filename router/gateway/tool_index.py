@@ -160,7 +160,8 @@ class ToolIndex:
 
 
 def _warm_encoder(model: str | None) -> None:
-    from router.encoders.dense import DEFAULT_MODEL, load_model
+    from router.encoders.dense import DEFAULT_MODEL, Embedder
 
-    # load_model caches per process: the routers built later share these weights
-    load_model(model or DEFAULT_MODEL).encode(["warm up"], show_progress_bar=False)
+    # the encoder `route` uses (ONNX Runtime; the default model ships ready), loaded once per
+    # process: the routers built later share its session
+    Embedder(model or DEFAULT_MODEL).encode_query("warm up")

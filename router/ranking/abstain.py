@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..index.vector_index import cosines
+
 
 @dataclass(frozen=True)
 class Abstention:
@@ -48,5 +50,5 @@ def evidence(dense: Any, vectors: np.ndarray, docs: np.ndarray) -> float:
     """The best cosine between any of ``vectors`` (the request, its parts) and ``docs``' vectors."""
     if dense is None or not len(docs):
         return 0.0
-    sims = dense.vectors[np.asarray(docs, dtype=np.int64)] @ np.asarray(vectors, dtype=np.float32).T
+    sims = cosines(dense.vectors[np.asarray(docs, dtype=np.int64)], vectors)
     return float(sims.max())

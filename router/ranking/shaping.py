@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import text as rtext
+from ..index.vector_index import cosines
 from .abstain import Abstention, evidence
 from .adaptive_k import AdaptiveK
 from .coverage import cover, part_relevance
@@ -65,7 +66,7 @@ def _coverage(router: Any, ranking: Ranking, parts: Parts, lam: float, pool: int
     lex = None if parts.lexical is None else np.stack([row[docs] for row in parts.lexical], axis=1)
     dense = None
     if parts.vectors is not None and router._dense is not None and len(parts.vectors):
-        dense = router._dense.vectors[docs] @ parts.vectors.T
+        dense = cosines(router._dense.vectors[docs], parts.vectors)
     if lex is None and dense is None:
         return ranking, {}
     rel = part_relevance(lex, dense, router.config.weights)

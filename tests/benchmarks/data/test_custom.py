@@ -109,19 +109,20 @@ def test_cli_runs_your_catalog_and_keeps_the_public_report(torchhub, tmp_path):
 
 def test_your_catalog_is_scored_with_the_model_you_name(torchhub, tmp_path):
     """The public figures use the untuned MiniLM (the general encoder trained on those queries);
-    on your own queries `--model` compares it with the shipped general encoder."""
+    your own queries are scored with what `toolsift route` uses, the shipped general encoder
+    (issue 39), and `--model` compares it with the untuned one."""
     from tests.support.cli import toolsift
 
     _, tmp = torchhub
     got = {}
-    for model in (None, "toolsift-general-minilm"):
+    for model in (None, "all-MiniLM-L6-v2"):
         out = tmp_path / (model or "base")
         args = ["bench", "retrieval", "--db", tmp / "hub.db", "--queries", tmp / "labelled.jsonl",
                 "--methods", "dense", "--out", out] + (["--model", model] if model else [])
         done = toolsift(*args)
         assert done.returncode == 0, done.stderr[-2000:]
         res = json.loads((out / "results.json").read_text())
-        assert res["model"] == (model or "all-MiniLM-L6-v2")
+        assert res["model"] == (model or "toolsift-general-minilm")
         assert f"`{res['model']}`" in (out / "report.md").read_text()
         got[res["model"]] = res["datasets"]["custom:labelled"]["methods"]["dense"]["metrics"]["mrr"]
     assert got["all-MiniLM-L6-v2"] != got["toolsift-general-minilm"]  # another encoder ranked them

@@ -59,3 +59,20 @@ def test_hnsw_survives_write_and_read(tmp_path, vectors):
     parts = vectors[[10, 20]]
     docs, _ = back.search_with_parts(q, parts, 10, pool=50)
     assert len(docs) == 10
+
+
+def test_cosines_is_the_matrix_product_of_rows_and_queries():
+    """cosines() computes rows @ queries.T one query at a time (issue 39: OpenBLAS's threaded
+    product cost a long request ~8 ms under load); same values, same shape, for 1-8 queries."""
+    import numpy as np
+
+    from router.index.vector_index import cosines
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(400, 384)).astype(np.float32)
+    for m in (1, 2, 4, 8):
+        q = rng.normal(size=(m, 384)).astype(np.float32)
+        got = cosines(rows, q)
+        assert got.shape == (400, m) and got.dtype == np.float32
+        assert np.allclose(got, rows @ q.T, rtol=1e-5, atol=1e-4)
+    assert np.allclose(cosines(rows, q[0]), rows @ q[0][:, None], rtol=1e-5, atol=1e-4)  # one vector, 1-D
