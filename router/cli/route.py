@@ -90,6 +90,34 @@ def _budget_warning(label: str, selections, k: int) -> None:
              f"{report.used} tokens used")
 
 
+def _short_of_k(router, selections, k: Optional[int], adaptive: bool, method: str,
+                 min_score: Optional[float], scoped: bool) -> Optional[str]:
+    """Why a fixed ``-k N`` gave fewer than N tools, or None when it did not (or the budget or an
+    abstention already said why): `-k 5 --method bm25` gave one tool and no word about it."""
+    n = len(selections)
+    if k is None or adaptive or n >= k:
+        return None
+    budget = getattr(selections, "budget", None)
+    abstention = getattr(selections, "abstention", None)
+    if (budget is not None and budget.dropped) or (abstention is not None and abstention.abstained and not n):
+        return None
+    lexical = method == "bm25" or router.dense_index() is None
+    if n >= len(router):
+        why = f"the catalog holds {len(router)} tool(s)"
+    elif min_score is not None:
+        why = f"the others score below --min-score {min_score}"
+    elif lexical:
+        why = ("BM25 ranks only tools that share a word with the request"
+               + ("" if method == "bm25" else "; dense search is off (see the warning above)")
+               + (", and --namespace/--exclude-namespace narrowed the catalog" if scoped else "")
+               + "; `--method hybrid` on an up-to-date index ranks every tool")
+    elif scoped:
+        why = "the namespaces asked for hold no more tools"
+    else:
+        why = "no more tools were ranked"
+    return f"{n} of k={k} tool(s) selected: {why}"
+
+
 def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
                                                 help="The request to route (or use --queries / --messages)."),
           db: Db = None,
@@ -140,6 +168,7 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     opts = dict(k=k, adaptive=True if adaptive else None, abstain=abstain, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
                 exclude_namespaces=exclude_namespace or None, token_budget=token_budget, relative_cut=relative_cut)
     tokens = show_tokens or token_budget is not None
+    scoped = bool(namespace or exclude_namespace)
     as_json = wants_json(as_json)
     if queries is not None:
         for qid, q in items:  # one bad query must not lose the others' answers
@@ -149,6 +178,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
                 if selections.budget is not None:
                     line["budget"] = selections.budget.to_dict()
                 _budget_warning(f"query {qid}: ", selections, k or len(selections))
+                short = _short_of_k(router, selections, k, adaptive, method, min_score, scoped)
+                if short:
+                    warn(f"query {qid}: {short}")
+                    line["note"] = short
             except RouterError as exc:
                 say(f"error: query {qid}: {exc}", err=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
@@ -162,10 +195,13 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     q = items[0][1]
     selections = router.select(q, **opts)
     _budget_warning("", selections, k or len(selections))
+    short = _short_of_k(router, selections, k, adaptive, method, min_score, scoped)
+    if short:
+        warn(short)
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
         out = {"query": _query_text(q), "method": used, "tools": _tools(selections, tokens),
-               "warnings": router.warnings, **_routing_info(selections)}
+               "warnings": router.warnings + ([short] if short else []), **_routing_info(selections)}
         if selections.budget is not None:
             out["budget"] = selections.budget.to_dict()
         print_json(out)
