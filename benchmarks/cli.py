@@ -291,6 +291,7 @@ DELEGATED = {
     "tuning": ("benchmarks.retrieval.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.serving.proxy_overhead", "Middleware/proxy overhead per request"),
     "routing": ("benchmarks.routing.features", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
+    "language": ("benchmarks.retrieval.language", "How often the request-language check flags real queries"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.
@@ -298,6 +299,7 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     "gorilla": lambda r: f"max |diff| {r['max_abs_diff']} points, {r['wall_seconds']:.1f} s",
     "bfcl": lambda r: (f"{r['correct']}/{r['entries']} correct; bfcl mode agrees on "
                        f"{r['official']['agreement']['bfcl']['agree']}/{r['official']['outputs']}"),
+    "language": lambda r: __import__("benchmarks.retrieval.language", fromlist=["summary"]).summary(r),
     "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
 }
 

@@ -118,6 +118,17 @@ def _short_of_k(router, selections, k: Optional[int], adaptive: bool, method: st
     return f"{n} of k={k} tool(s) selected: {why}"
 
 
+def _language_note(q: Any) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """The request's language when it is not English (router.ranking.language), and the warning."""
+    from router.ranking.language import request_language
+
+    lang = request_language(_query_text(q))
+    if lang is None:
+        return None, None
+    return lang.to_dict(), (f"the request reads as {lang.name} (p={lang.probability:.2f}): routing is built and "
+                            "measured for English requests, so tools may be misranked (docs/routing.md#language)")
+
+
 def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
                                                 help="The request to route (or use --queries / --messages)."),
           db: Db = None,
@@ -182,6 +193,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
                 if short:
                     warn(f"query {qid}: {short}")
                     line["note"] = short
+                lang, lang_warning = _language_note(q)
+                line["language"] = lang
+                if lang_warning:
+                    warn(f"query {qid}: {lang_warning}")
             except RouterError as exc:
                 say(f"error: query {qid}: {exc}", err=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
@@ -198,10 +213,14 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     short = _short_of_k(router, selections, k, adaptive, method, min_score, scoped)
     if short:
         warn(short)
+    lang, lang_warning = _language_note(q)
+    if lang_warning:
+        warn(lang_warning)
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
         out = {"query": _query_text(q), "method": used, "tools": _tools(selections, tokens),
-               "warnings": router.warnings + ([short] if short else []), **_routing_info(selections)}
+               "warnings": router.warnings + [w for w in (short, lang_warning) if w], "language": lang,
+               **_routing_info(selections)}
         if selections.budget is not None:
             out["budget"] = selections.budget.to_dict()
         print_json(out)
