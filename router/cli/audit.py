@@ -37,11 +37,14 @@ def _command_line() -> str:
 
 
 def _figures(summary: dict) -> None:
+    """The headline figures as an aligned block (one figure per line, the verdicts wrapped under
+    their label): the tab-separated lines were ragged on a terminal."""
     for key in ("n", "accuracy", "hallucination", "error"):
         value = summary[key]
         shown = value if key == "n" else "n/a" if value is None else f"{value:.4f}"
-        say(f"{key}\t{shown}")
-    say("verdicts\t" + ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items(), key=lambda kv: -kv[1])))
+        say(f"{key:<14} {shown}")
+    say(f"{'verdicts':<14} " + ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items(), key=lambda kv: -kv[1])),
+        wrap=True, indent=" " * 15)
 
 
 def _audit_bfcl(responses: Path, fc: bool, data: Optional[Path], as_json: bool, report: Optional[Path],

@@ -57,15 +57,16 @@ def info(as_json: Json = False) -> None:
     if wants_json(as_json):
         print_json(data)
         return
-    say(f"embedding cache: {root} ($TOOLSIFT_CACHE){'' if root.is_dir() else ' (not created yet)'}")
+    say(f"embedding cache: {root} ($TOOLSIFT_CACHE){'' if root.is_dir() else ' (not created yet)'}", wrap=True)
     rows = [(f.get("model") or f.get("error"), f["vectors"] if f["vectors"] is not None else "-",
              f"{f['bytes'] / 1e6:.1f} MB", Path(f["file"]).name) for f in files]
     if rows:
-        show(table(("model", "vectors", "size", "file"), rows, keep_whole=("file",), right=("vectors", "size")))
+        show(table(("model", "vectors", "size", "file"), rows, keep_whole=("file", "model"),
+                   right=("vectors", "size")))
     say(f"{data['vectors']} vectors, {data['bytes'] / 1e6:.1f} MB")
     for s in data["shipped"]:
         say(f"shipped with toolsift: {s.get('vectors', '-')} vectors for {s.get('model') or s.get('error')} "
-            f"({Path(s['file']).name})")
+            f"({Path(s['file']).name})", wrap=True)
 
 
 def clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."), as_json: Json = False) -> None:

@@ -149,11 +149,20 @@ def _what(row: dict[str, Any]) -> str:
     return text or (row.get("api") or "")
 
 
+def verdict_style(verdict: str) -> str:
+    """The colour of a verdict on a terminal: green fine, red made up, yellow otherwise wrong."""
+    if verdict in ("correct", "valid"):
+        return "green"
+    if verdict.startswith("hallucinated"):
+        return "bold red"
+    return "magenta" if verdict in ("error", "no_gold") else "yellow"
+
+
 def print_verdicts(rows: list[dict[str, Any]]) -> None:
     cols = ("line", "id", "verdict", "what")
     show(table(cols, [(r.get("line", i), "-" if r.get("id") is None else r.get("id"), r.get("verdict"),
                        ellipsize(_what(r), 400)) for i, r in enumerate(rows, 1)],
-               keep_whole=("verdict",), right=("line",)))
+               keep_whole=("verdict",), right=("line",), styles={"verdict": verdict_style}))
 
 
 def check(
@@ -201,7 +210,7 @@ def check(
     summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())
     n_failed = failed(rows, failing)
     say(f"checked {len(rows)} line(s) in {time.perf_counter() - start:.2f}s: {summary or 'nothing'}"
-        + (f"; {n_failed} failing (exit 1)" if n_failed else ""), err=True)
+        + (f"; {n_failed} failing (exit 1)" if n_failed else ""), err=True, wrap=True)
     sys.stdout.flush()
     exit_for(n_failed)
 

@@ -100,7 +100,7 @@ def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> 
         print_json({"ok": not failed, "checks": checks})
     else:
         for c in checks:
-            say(f"{c['status']:<4}  {c['check']:<22} {c['detail']}")
+            say(f"{c['status']:<4}  {c['check']:<22} {c['detail']}", wrap=True, indent=" " * 29)
     if failed:
         raise typer.Exit(1)
 

@@ -56,10 +56,10 @@ def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path
     if quiet:
         print_json(report.to_dict())
     elif report.up_to_date:
-        say(f"index up to date: {report.records} records ({report.path})")
+        say(f"index up to date: {report.records} records ({report.path})", wrap=True)
     else:
         say(f"indexed {report.records} records in {report.seconds:.1f}s: {report.embedded} embedded, "
-            f"{report.reused} from cache ({report.path})")
+            f"{report.reused} from cache ({report.path})", wrap=True)
 
 
 def _tools(selections, tokens: bool) -> list[dict[str, Any]]:
@@ -287,22 +287,23 @@ def _print_table(query: str, selections, tokens: bool = False, label: str = "") 
     a = getattr(selections, "abstention", None)
     if a is not None and a.abstained:
         say(f"no tool fits this request (abstained: best evidence {a.evidence:.3f} is below {a.threshold:.3f})"
-            + ("; the ranked tools above are the least bad ones" if selections else ""))
+            + ("; the ranked tools above are the least bad ones" if selections else ""), wrap=True)
     elif not selections:
         say("no tool matched")
     report = getattr(selections, "budget", None)
     if report is not None:
         say(f"tokens: {report.used} of the budget of {report.limit}"
             + (f"; a tool below the top k had to score at least {report.cut:.3f} (relevance cut) to replace a "
-               "dropped one" if report.cut is not None else ""))
+               "dropped one" if report.cut is not None else ""), wrap=True)
         for d in report.dropped:
-            say(f"  dropped {d.record.id} (rank {d.rank}, score {d.score:.3f}, {d.tokens} tokens): {d.reason}")
+            say(f"  dropped {d.record.id} (rank {d.rank}, score {d.score:.3f}, {d.tokens} tokens): {d.reason}",
+                wrap=True, indent="    ")
         if report.skipped:
-            say(f"  {report.skipped} lower-ranked tool(s) above the cut did not fit either")
+            say(f"  {report.skipped} lower-ranked tool(s) above the cut did not fit either", wrap=True)
         if report.stopped:
-            say(f"  stopped: {report.stopped}")
+            say(f"  stopped: {report.stopped}", wrap=True, indent="    ")
     elif tokens and selections:
-        say(f"tokens: {sum(_tokens_of(s) for s in selections)} in {len(selections)} tool schemas")
+        say(f"tokens: {sum(_tokens_of(s) for s in selections)} in {len(selections)} tool schemas", wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -65,8 +65,11 @@ def test_audit_matches_the_library_and_writes_a_report(tmp_path):
     assert (tmp_path / "rep" / "verdicts.png").read_bytes()[:4] == b"\x89PNG"
     text = toolsift("audit", responses, "--db", api, "--namespace", "torchhub", "--gold", gold, "--fail-on", "none",
                     terminal=True)
-    assert text.returncode == 0 and text.stdout.splitlines()[0] == "n\t186"
-    assert [ln.split("\t")[0] for ln in text.stdout.splitlines()[:4]] == ["n", "accuracy", "hallucination", "error"]
+    assert text.returncode == 0 and text.stdout.splitlines()[0].split() == ["n", "186"]
+    assert [ln.split()[0] for ln in text.stdout.splitlines()[:5]] == ["n", "accuracy", "hallucination", "error",
+                                                                      "verdicts"]
+    # aligned: every figure starts in the same column (issue 40: the tab-separated block was ragged)
+    assert len({ln.index(ln.split()[1]) for ln in text.stdout.splitlines()[:5]}) == 1
 
 
 def test_audit_bad_files_are_one_line_errors(tmp_path, gorilla_db):
