@@ -57,7 +57,10 @@ def info(as_json: Json = False) -> None:
     if wants_json(as_json):
         print_json(data)
         return
-    say(f"embedding cache: {root} ($TOOLSIFT_CACHE){'' if root.is_dir() else ' (not created yet)'}", wrap=True)
+    import os
+
+    where = "$TOOLSIFT_CACHE" if os.environ.get("TOOLSIFT_CACHE") else "default; $TOOLSIFT_CACHE moves it"
+    say(f"embedding cache: {root} ({where}){'' if root.is_dir() else ' (not created yet)'}", wrap=True)
     rows = [(f.get("model") or f.get("error"), f["vectors"] if f["vectors"] is not None else "-",
              f"{f['bytes'] / 1e6:.1f} MB", Path(f["file"]).name) for f in files]
     if rows:
