@@ -91,10 +91,7 @@ def list_(text: Optional[str] = typer.Argument(None, metavar="[TEXT]", show_defa
                                                   help="Only this namespace (see `catalog stats`)."),
           as_json: Json = False,
           limit: int = typer.Option(0, "--limit", metavar="N", help="Show at most this many (0: all).")) -> None:
-    """List records: id, namespace, name, description and call.
-
-    Example: toolsift catalog list resnet --namespace torchhub --limit 5
-    """
+    """List records: id, namespace, name, description and call."""
     with Catalog.open(catalog_path(db), readonly=True) as cat:
         if namespace and namespace not in cat.namespaces():
             raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})"

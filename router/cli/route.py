@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
@@ -136,9 +136,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
                                           help="How many tools to select (a fixed k). Without it: adaptive k, "
                                                "up to 10 tools chosen from the scores (docs/routing.md)."),
           adaptive: bool = typer.Option(False, "--adaptive", help="Adaptive k with -k N as its ceiling."),
-          abstain: str = typer.Option("flag", "--abstain", help="When no tool fits: flag (say so, keep the "
+          abstain: Literal["flag", "empty"] = typer.Option("flag", "--abstain", help="When no tool fits: flag (say so, keep the "
                                                                  "ranked tools) or empty (select none)."),
-          method: str = typer.Option("hybrid", "--method", help="hybrid | bm25 | dense."),
+          method: Literal["hybrid", "bm25", "dense"] = typer.Option(
+              "hybrid", "--method", help="hybrid (BM25 and dense, fused), bm25 (words only) or dense (meaning only)."),
           as_json: Json = False,
           queries: Optional[str] = typer.Option(None, "--queries", metavar="FILE|-",
                                                 help="JSONL: one {id, query|messages} per line; - reads stdin."),
