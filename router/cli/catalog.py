@@ -19,12 +19,31 @@ def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[st
     from apidb import loaders
 
     results = []
-    for src in sources:
+    for src in expand_folders(sources):
         results.append(loaders.load(src, format=fmt, namespace=namespace, skip_invalid=skip_invalid))
     return results
 
 
-def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
+SPEC_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def expand_folders(sources: list[Path]) -> list[Path]:
+    """A folder stands for the spec files in it (.json, .jsonl, .yaml, .yml, sorted, searched
+    recursively, hidden ones skipped): `catalog add specs/` failed with "Is a directory"."""
+    out: list[Path] = []
+    for src in sources:
+        if not src.is_dir():
+            out.append(src)
+            continue
+        found = sorted(p for p in src.rglob("*") if p.is_file() and p.suffix.lower() in SPEC_SUFFIXES
+                       and not any(part.startswith(".") for part in p.relative_to(src).parts))
+        if not found:
+            raise CliError(f"{src}: a folder with no spec files in it ({', '.join(SPEC_SUFFIXES)})")
+        out += found
+    return out
+
+
+def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench), or folders of them."),
         db: Db = None,
         fmt: Optional[str] = typer.Option(None, "--format", help="gorilla|openai|mcp|openapi|bfcl|toolbench (default: detect)."),
         namespace: Optional[str] = typer.Option(None, "--namespace", help="Put every record in this namespace."),
