@@ -96,7 +96,9 @@ def clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."), as
 
 
 def ship(db: Db = None, out: Path = typer.Option(..., "--out", help="the .vectors.npz file to write"),
-         model: Model = None, encoder: Optional[str] = typer.Option(None, "--encoder")) -> None:
+         model: Model = None, encoder: Optional[str] = typer.Option(
+             None, "--encoder", help="Which encoder embeds the passages: onnx (= onnx-int8, the default), onnx-fp32 or "
+                                     "torch; default $TOOLSIFT_ENCODER, else onnx. The shipped files use the default.")) -> None:
     """(Maintainers) Write a catalog's vectors as a shipped float16 file (router/data)."""
     from apidb.catalog import Catalog
     from router import text as rtext

@@ -45,3 +45,13 @@ def test_serve_mcp_takes_minus_k(tmp_path):
     res = toolsift("serve", "mcp", "-k", "3", "--config", tmp_path / "missing.json")
     assert "No such option" not in res.stderr, res.stderr
     assert res.returncode == 2 and "missing.json" in res.stderr
+
+
+def test_bench_out_help_states_the_default_it_uses():
+    out = " ".join(toolsift("bench", "retrieval", "--help").stdout.split())
+    assert "--quick: benchmarks/results/quick/retrieval" in out
+
+
+def test_cache_ship_encoder_has_help():
+    out = " ".join(toolsift("cache", "ship", "--help").stdout.split())
+    assert "--encoder ENCODER Which encoder embeds the passages" in out, out
