@@ -31,9 +31,11 @@ def known_model(value: Optional[str]) -> Optional[str]:
         return value
     import difflib
 
+    from .errors import CliError
+
     near = difflib.get_close_matches(value, BUNDLED, n=1, cutoff=0.6)
-    raise typer.BadParameter(f"{value!r} is neither a bundled model ({DEFAULT_MODEL}, {BASE_MODEL}) nor a folder"
-                             + (f"; did you mean {near[0]}?" if near else " written by `toolsift tune`"))
+    raise CliError(f"unknown embedding model {value!r}: neither a bundled model ({DEFAULT_MODEL}, {BASE_MODEL}) "
+                   "nor a folder" + (f"; did you mean {near[0]}?" if near else " written by `toolsift tune`"))
 
 
 Model = Annotated[Optional[str], typer.Option(
