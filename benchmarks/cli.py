@@ -44,7 +44,8 @@ def _csv(value: Optional[str]) -> Optional[list[str]]:
 def retrieval_cmd(
     datasets: Optional[str] = typer.Option(None, "--datasets", help="comma-separated dataset names (default: all)"),
     methods: Optional[str] = typer.Option(None, "--methods", help="comma-separated method names (default: all)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/retrieval)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/retrieval; "
+                                       "--quick: benchmarks/results/quick/retrieval; --queries: bench-out/retrieval)"),
     quick: bool = typer.Option(False, "--quick", help="CI sample: 30 queries and at most 100 tools per dataset"),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="sample size per dataset"),
     db: Db = None,
@@ -89,7 +90,7 @@ def retrieval_cmd(
 def scale_cmd(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="comma-separated catalog sizes (default: 2k..100k)"),
     methods: Optional[str] = typer.Option(None, "--methods", help="comma-separated: rank_bm25,bm25,dense,hybrid"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/scale)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/scale; --quick: benchmarks/results/quick/scale)"),
     quick: bool = typer.Option(False, "--quick", help="small sizes only (CI)"),
     encoders: Optional[str] = typer.Option(None, "--encoders",
                                            help="comma-separated: torch,onnx,onnx-int8,onnx-fp32 (default torch,onnx)"),
@@ -109,7 +110,7 @@ def replicas_cmd(
     size: int = typer.Option(20_000, "--size", min=100, help="catalog size (replicas of the scale benchmark's tools)"),
     replicas: int = typer.Option(3, "--replicas", min=1, help="proxies started from the catalog"),
     changes: int = typer.Option(20, "--changes", min=1, help="catalog changes timed until every replica routes them"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/replicas)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/replicas; --quick: benchmarks/results/quick/replicas)"),
     quick: bool = typer.Option(False, "--quick", help="2,000 tools, 5 changes"),
 ) -> None:
     """Proxy replicas over one PostgreSQL catalog beside a SQLite one: cold start, passages embedded,
@@ -127,7 +128,7 @@ def cold_route_cmd(
     size: int = typer.Option(20_000, "--size", min=100, help="catalog size (replicas of the scale benchmark's tools)"),
     runs: int = typer.Option(10, "--runs", min=1, help="fresh processes timed per method (one real query each)"),
     methods: str = typer.Option("hybrid,bm25", "--methods", help="comma-separated: hybrid, bm25, dense"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/cold_route)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/cold_route; --quick: benchmarks/results/quick/cold_route)"),
     work: Optional[Path] = typer.Option(None, "--work", help="where the catalog and its index are kept "
                                         "(default: $TOOLSIFT_CACHE/bench)"),
     quick: bool = typer.Option(False, "--quick", help="2,000 tools, 3 runs (CI)"),
@@ -166,7 +167,7 @@ def _needs_bench_extra() -> None:
 def encoders_cmd(
     datasets: Optional[str] = typer.Option(None, "--datasets", help="comma-separated dataset names (default: all)"),
     max_passages: int = typer.Option(1000, "--max-passages", help="passages per catalog (a fixed sample)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/encoders)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/encoders, with or without --quick)"),
     torch_cache: bool = typer.Option(False, "--torch-cache", help="reuse torch vectors from the fp32 embedding cache"),
     retrieval: bool = typer.Option(True, "--retrieval/--no-retrieval",
                                    help="also every catalog's dense and hybrid metrics, torch vs ONNX int8"),
@@ -181,7 +182,7 @@ def encoders_cmd(
 
 
 def _router_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/router_targets)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/router_targets; --quick: benchmarks/results/quick/router_targets)"),
     quick: bool = typer.Option(False, "--quick", help="a small sample and a smaller grid (CI)"),
     no_grid: bool = typer.Option(False, "--no-grid", help="skip the tuning grid (score the shipped defaults only)"),
     warm: bool = typer.Option(False, "--warm", help="only embed the corpora and queries into the cache"),
@@ -213,7 +214,7 @@ def _router_cmd(
 
 
 def _proxy_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/proxy)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/proxy; --quick: benchmarks/results/quick/proxy)"),
     quick: bool = typer.Option(False, "--quick", help="100 concurrent requests and 60 token queries (CI)"),
     method: str = typer.Option("bm25", "--method", help="bm25 | hybrid | dense"),
     k: int = typer.Option(5, "-k", help="tools kept per request"),
@@ -243,7 +244,7 @@ def _proxy_cmd(
 
 
 def _bfcl_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/bfcl)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/bfcl; --quick: benchmarks/results/quick/bfcl)"),
     quick: bool = typer.Option(False, "--quick", help="a small sample, one speed pass per variant (CI)"),
     passes: Optional[int] = typer.Option(None, "--passes", min=1, help="fresh processes timed per variant "
                                          "(default 11; 1 with --quick)"),
@@ -271,7 +272,7 @@ def _bfcl_cmd(
 
 @bench_app.command("routing")
 def routing_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/routing)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/routing; --quick: benchmarks/results/quick/routing)"),
     quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
     model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
@@ -314,6 +315,7 @@ DELEGATED = {
     "tuning": ("benchmarks.retrieval.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.serving.proxy_overhead", "Middleware/proxy overhead per request"),
     "routing": ("benchmarks.routing.features", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
+    "language": ("benchmarks.retrieval.language", "How often the request-language check flags real queries"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.
@@ -321,6 +323,7 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     "gorilla": lambda r: f"max |diff| {r['max_abs_diff']} points, {r['wall_seconds']:.1f} s",
     "bfcl": lambda r: (f"{r['correct']}/{r['entries']} correct; bfcl mode agrees on "
                        f"{r['official']['agreement']['bfcl']['agree']}/{r['official']['outputs']}"),
+    "language": lambda r: __import__("benchmarks.retrieval.language", fromlist=["summary"]).summary(r),
     "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
 }
 
@@ -345,7 +348,8 @@ def run_delegated(name: str, out: Optional[Path], quick: bool) -> dict:
 
 def _simple(name: str) -> Callable[..., None]:
     def command(
-        out: Optional[Path] = typer.Option(None, "--out", help=f"output folder (default: benchmarks/results/{name})"),
+        out: Optional[Path] = typer.Option(None, "--out", help=f"output folder (default: benchmarks/results/{FOLDERS.get(name, name)}; "
+                                 f"--quick: benchmarks/results/quick/{FOLDERS.get(name, name)})"),
         quick: bool = typer.Option(False, "--quick", help="a small sample (CI)"),
     ) -> None:
         run_delegated(name, out, quick)
@@ -362,7 +366,7 @@ bench_app.command("bfcl")(_bfcl_cmd)
 
 @bench_app.command("general-encoder")
 def _general_encoder_cmd(
-    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/general_encoder)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output folder (default: benchmarks/results/general_encoder; --quick: benchmarks/results/quick/general_encoder)"),
     quick: bool = typer.Option(False, "--quick", help="8 training pairs per dataset, 40 scored queries (CI)"),
     leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
                                             help="train without this family and score it (default: cross-fitting "

@@ -170,5 +170,48 @@ def gold_mismatch(responses: list[dict[str, Any]], gold: dict[int, dict[str, Any
     return warnings, None
 
 
+def response_shape(responses: list[dict[str, Any]], path: Path) -> None:
+    """A response file is Gorilla's (``question_id``, ``text`` per line). Another kind of file is
+    one error that says what it looks like: a tool-calls file scored as responses was "4
+    unparsable, question None" with no hint it was the wrong file."""
+    if not responses or any("text" in r for r in responses):
+        return
+    first = responses[0]
+    keys = ", ".join(repr(k) for k in list(first)[:5])
+    if "calls" in first or "output" in first:
+        kind = ("a tool-calls file (JSON calls) for `toolsift check`" if "calls" in first
+                else "a model-output file for `toolsift check`")
+        raise AuditError(f"{path}: line 1 has {keys}: this looks like {kind}, not a response file "
+                         "(audit reads {question_id, text} per line)")
+    raise AuditError(f"{path}: no line has 'text': audit reads a Gorilla response file, {{question_id, text}} "
+                     f"per line (line 1 has {keys})")
+
+
+def responses_namespace(responses: list[dict[str, Any]], whole: CodeIndex, namespace: str,
+                        sample: int = 200) -> str | None:
+    """An error when the answers are APIs of another namespace of the catalog than ``namespace``.
+
+    TorchHub responses audited with ``--namespace huggingface`` were scored "hallucination 1.0"
+    with only a length warning; each answer is a real API, of the wrong hub. ``whole`` is the
+    code index of the whole catalog: a sample of the answers is matched against it, and when
+    more than half of those that match a catalog API match one of another namespace, the files
+    do not belong together.
+    """
+    found: Counter = Counter()
+    for resp in responses[:sample]:
+        text = resp.get("text")
+        if not isinstance(text, str):
+            continue
+        api = whole.check(text).api
+        if api:
+            found[api.split("/", 1)[0]] += 1
+    matched = sum(found.values())
+    if not matched or found[namespace] * 2 >= matched:
+        return None
+    other, n = max(((ns, c) for ns, c in found.items() if ns != namespace), key=lambda x: x[1])
+    return (f"{n} of {matched} answers checked call APIs of namespace {other!r}, {found[namespace]} of "
+            f"{namespace!r}: the responses are for another hub (--namespace {other}?)")
+
+
 # the report and the per-answer files live there; kept importable from here
 from .audit_report import identifier, write_answers, write_report  # noqa: E402,F401

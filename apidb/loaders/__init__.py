@@ -30,6 +30,8 @@ def detect(path: Path, data: object) -> str:
             continue
         if mod.sniff(path, data):
             return name
+    if data in ([], {}) or (isinstance(data, dict) and data.get("tools") == []):
+        raise LoadError(str(path), "holds no tools (an empty tool list): nothing to add")
     raise LoadError(str(path), f"not a known catalog format (tried: {', '.join(FORMATS)}); "
                     "pass --format to say which it is")
 

@@ -92,8 +92,12 @@ _register()
 
 def main() -> None:
     """The console script: click's own usage errors (exit 2), toolsift's errors as one line (exit 2)."""
+    from .help import polish
+
+    command = typer.main.get_command(app)
+    polish(command)  # placeholders named for their meaning, an example per command
     try:
-        app(prog_name="toolsift")
+        command(prog_name="toolsift")
     except ToolsiftError as exc:
         from apidb.display import (
             printable,  # messages quote catalog data: escape control characters

@@ -37,11 +37,14 @@ def _command_line() -> str:
 
 
 def _figures(summary: dict) -> None:
+    """The headline figures as an aligned block (one figure per line, the verdicts wrapped under
+    their label): the tab-separated lines were ragged on a terminal."""
     for key in ("n", "accuracy", "hallucination", "error"):
         value = summary[key]
         shown = value if key == "n" else "n/a" if value is None else f"{value:.4f}"
-        say(f"{key}\t{shown}")
-    say("verdicts\t" + ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items(), key=lambda kv: -kv[1])))
+        say(f"{key:<14} {shown}")
+    say(f"{'verdicts':<14} " + ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items(), key=lambda kv: -kv[1])),
+        wrap=True, indent=" " * 15)
 
 
 def _audit_bfcl(responses: Path, fc: bool, data: Optional[Path], as_json: bool, report: Optional[Path],
@@ -94,6 +97,8 @@ def audit_cmd(
         gold_mismatch,
         read_gold,
         read_jsonl,
+        response_shape,
+        responses_namespace,
         write_answers,
         write_report,
     )
@@ -107,6 +112,7 @@ def audit_cmd(
     if namespace is None:
         raise CliError(f"--namespace is required with --mode {mode} (the catalog namespace of the hub)")
     rows = read_jsonl(responses, "responses")
+    response_shape(rows, responses)
     gold_rows = read_gold(gold) if gold is not None else None
     db = catalog_path(db)
     cat = CheckCatalog(db, namespace)
@@ -115,6 +121,11 @@ def audit_cmd(
     if not len(index):
         raise CliError(f"{db}: namespace {namespace!r} holds no code-style APIs to audit against")
     warnings: list[str] = []
+    other = None if cat.is_source else _other_hub(db, rows, namespace)
+    if other and not allow_mismatch:
+        raise CliError(f"{responses}: {other} (--allow-mismatch scores it anyway)")
+    if other:
+        warnings.append(other)
     if gold_rows is not None:
         warnings, mismatch = gold_mismatch(rows, gold_rows, index, namespace)
         if mismatch and not allow_mismatch:
@@ -144,6 +155,16 @@ def audit_cmd(
         path = write_report(result, report, f"{responses.name} ({namespace}, {mode})", _command_line(), warnings)
         say(f"report: {path} (per answer: {path.parent / 'answers.jsonl'}, answers.csv)", err=True)
     exit_for(failed(result.rows, failing) if failing is not None else result.defective)
+
+
+def _other_hub(db, rows: list, namespace: str) -> Optional[str]:
+    """Whether the answers call APIs of another namespace of the catalog (checker.audit)."""
+    from checker.audit import responses_namespace
+
+    whole = CheckCatalog(db, None)
+    if len({r.namespace for r in whole.records()}) < 2:
+        return None
+    return responses_namespace(rows, whole.index(), namespace)
 
 
 def _brief(row: dict) -> dict:

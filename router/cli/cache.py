@@ -57,15 +57,19 @@ def info(as_json: Json = False) -> None:
     if wants_json(as_json):
         print_json(data)
         return
-    say(f"embedding cache: {root} ($TOOLSIFT_CACHE){'' if root.is_dir() else ' (not created yet)'}")
+    import os
+
+    where = "$TOOLSIFT_CACHE" if os.environ.get("TOOLSIFT_CACHE") else "default; $TOOLSIFT_CACHE moves it"
+    say(f"embedding cache: {root} ({where}){'' if root.is_dir() else ' (not created yet)'}", wrap=True)
     rows = [(f.get("model") or f.get("error"), f["vectors"] if f["vectors"] is not None else "-",
              f"{f['bytes'] / 1e6:.1f} MB", Path(f["file"]).name) for f in files]
     if rows:
-        show(table(("model", "vectors", "size", "file"), rows, keep_whole=("file",), right=("vectors", "size")))
+        show(table(("model", "vectors", "size", "file"), rows, keep_whole=("file", "model"),
+                   right=("vectors", "size")))
     say(f"{data['vectors']} vectors, {data['bytes'] / 1e6:.1f} MB")
     for s in data["shipped"]:
         say(f"shipped with toolsift: {s.get('vectors', '-')} vectors for {s.get('model') or s.get('error')} "
-            f"({Path(s['file']).name})")
+            f"({Path(s['file']).name})", wrap=True)
 
 
 def clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."), as_json: Json = False) -> None:
@@ -92,7 +96,9 @@ def clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask."), as
 
 
 def ship(db: Db = None, out: Path = typer.Option(..., "--out", help="the .vectors.npz file to write"),
-         model: Model = None, encoder: Optional[str] = typer.Option(None, "--encoder")) -> None:
+         model: Model = None, encoder: Optional[str] = typer.Option(
+             None, "--encoder", help="Which encoder embeds the passages: onnx (= onnx-int8, the default), onnx-fp32 or "
+                                     "torch; default $TOOLSIFT_ENCODER, else onnx. The shipped files use the default.")) -> None:
     """(Maintainers) Write a catalog's vectors as a shipped float16 file (router/data)."""
     from apidb.catalog import Catalog
     from router import text as rtext

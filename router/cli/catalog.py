@@ -19,12 +19,31 @@ def load_sources(sources: list[Path], fmt: Optional[str], namespace: Optional[st
     from apidb import loaders
 
     results = []
-    for src in sources:
+    for src in expand_folders(sources):
         results.append(loaders.load(src, format=fmt, namespace=namespace, skip_invalid=skip_invalid))
     return results
 
 
-def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench)."),
+SPEC_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+def expand_folders(sources: list[Path]) -> list[Path]:
+    """A folder stands for the spec files in it (.json, .jsonl, .yaml, .yml, sorted, searched
+    recursively, hidden ones skipped): `catalog add specs/` failed with "Is a directory"."""
+    out: list[Path] = []
+    for src in sources:
+        if not src.is_dir():
+            out.append(src)
+            continue
+        found = sorted(p for p in src.rglob("*") if p.is_file() and p.suffix.lower() in SPEC_SUFFIXES
+                       and not any(part.startswith(".") for part in p.relative_to(src).parts))
+        if not found:
+            raise CliError(f"{src}: a folder with no spec files in it ({', '.join(SPEC_SUFFIXES)})")
+        out += found
+    return out
+
+
+def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_default=False, help="Catalog files (Gorilla, OpenAI tools, MCP, OpenAPI, BFCL, ToolBench), or folders of them."),
         db: Db = None,
         fmt: Optional[str] = typer.Option(None, "--format", help="gorilla|openai|mcp|openapi|bfcl|toolbench (default: detect)."),
         namespace: Optional[str] = typer.Option(None, "--namespace", help="Put every record in this namespace."),
@@ -66,8 +85,9 @@ def _print_report(report: SyncReport, results) -> None:
         names = sorted(res.namespaces)
         shown = ", ".join(names[:6]) + (f", … (+{len(names) - 6} more)" if len(names) > 6 else "")
         say(f"{res.path}: {len(res.records)} records ({res.format}), "
-            f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}")
-    say(f"added {report.added}, updated {report.updated}, removed {report.removed}, unchanged {report.unchanged}")
+            f"{len(names)} namespace{'s' if len(names) != 1 else ''}: {shown}", wrap=True)
+    say(f"added {report.added}, updated {report.updated}, removed {report.removed}, unchanged {report.unchanged}",
+        wrap=True)
 
 
 def stats(db: Db = None, as_json: Json = False) -> None:
@@ -82,26 +102,69 @@ def stats(db: Db = None, as_json: Json = False) -> None:
                keep_whole=("namespace",), right=("records",)))
 
 
-def list_(db: Db = None,
-          namespace: Optional[str] = typer.Option(None, "--namespace"),
+def list_(text: Optional[str] = typer.Argument(None, metavar="[TEXT]", show_default=False,
+                                               help="Only records whose id, name, description or call contains "
+                                                    "this text (case-insensitive)."),
+          db: Db = None,
+          namespace: Optional[str] = typer.Option(None, "--namespace", "-n", metavar="NS",
+                                                  help="Only this namespace (see `catalog stats`)."),
           as_json: Json = False,
-          limit: int = typer.Option(0, "--limit", help="Show at most this many (0: all).")) -> None:
-    """List records (id, namespace, name, description, call)."""
+          limit: int = typer.Option(0, "--limit", metavar="N", help="Show at most this many (0: all).")) -> None:
+    """List records: id, namespace, name, description and call."""
     with Catalog.open(catalog_path(db), readonly=True) as cat:
         if namespace and namespace not in cat.namespaces():
-            raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})")
+            raise CliError(f"unknown namespace {namespace!r} (have: {', '.join(cat.namespaces()) or 'none'})"
+                           + _did_you_mean(namespace, cat.namespaces()))
         records = cat.records(namespace)
+    if text:
+        needle = text.casefold()
+        records = [r for r in records if any(needle in (x or "").casefold()
+                                             for x in (r.id, r.name, r.description, r.call))]
     if limit > 0:
         records = records[:limit]
     if wants_json(as_json):
         print_json([_brief(r) for r in records])
         return
-    # the name only when an id does not already end with it (ids are namespace/name, made unique)
-    if all(r.id.split("/", 1)[-1].split("~")[0] == r.name for r in records):
-        show(table(("id", "description"), [(r.id, ellipsize(r.description, 160)) for r in records], keep_whole=("id",)))
-    else:
-        show(table(("id", "name", "description"), [(r.id, r.name, ellipsize(r.description, 160)) for r in records],
-                   keep_whole=("id",)))
+    if not records:
+        say("no records" + (f" containing {text!r}" if text else ""), err=True)
+        return
+    with_call = any(r.call for r in records)
+    cols = ("id", "namespace", "name", "description") + (("call",) if with_call else ())
+    show(table(cols, [(r.id, r.namespace, r.name, ellipsize(r.description, 160))
+                      + ((ellipsize(r.call or "", 160),) if with_call else ()) for r in records],
+               keep_whole=("id", "namespace", "name")))
+
+
+def _did_you_mean(value: str, choices) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(value, list(choices), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+
+
+def resolve(cat: Catalog, given: str):
+    """A record from what the user typed: its id, else its bare name or the part after the
+    namespace when exactly one record has it; otherwise an error naming the candidates or the
+    nearest ids (`catalog show AlexNet` failed although the name is unique)."""
+    rec = cat.get(given)
+    if rec is not None:
+        return rec
+    records = cat.records()
+    key = given.casefold()
+    hits = [r for r in records if r.name.casefold() == key or r.id.split("/", 1)[-1].casefold() == key]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise CliError(f"{given!r} names {len(hits)} records: " + ", ".join(r.id for r in hits[:8])
+                       + (" ..." if len(hits) > 8 else "") + " (give the id)")
+    names = {r.name: r.id for r in records}
+    ids = [r.id for r in records]
+    import difflib
+
+    near = difflib.get_close_matches(given, ids, n=3, cutoff=0.6) or \
+        [names[n] for n in difflib.get_close_matches(given, list(names), n=3, cutoff=0.6)]
+    return_hint = f"; did you mean {' or '.join(near)}?" if near else " (see `toolsift catalog list TEXT`)"
+    raise CliError(f"no record with id or name {given!r}{return_hint}")
 
 
 def _brief(r) -> dict:
@@ -112,13 +175,11 @@ def _brief(r) -> dict:
 
 
 def show_record(record_id: str = typer.Argument(..., metavar="ID", show_default=False,
-                                               help="Record id (see `catalog list`)."),
+                                               help="Record id, or a name only one record has (see `catalog list`)."),
                 db: Db = None, as_json: Json = False) -> None:
     """Print one record as JSON (indented on a terminal, one line on a pipe or with --json)."""
     with Catalog.open(catalog_path(db), readonly=True) as cat:
-        rec = cat.get(record_id)
-    if rec is None:
-        raise CliError(f"no record with id {record_id!r}")
+        rec = resolve(cat, record_id)
     if wants_json(as_json):
         print_json(rec.to_dict())
     else:

@@ -32,40 +32,85 @@ from .checked import (
 )
 from .errors import CliError
 from .options import Db, Json, catalog_path
-from .output import dumps, ellipsize, print_jsonl, say, show, table, wants_json
+from .output import dumps, ellipsize, print_jsonl, say, show, table, wants_json, warn
 
 
-def check_line(lineno: int, line: str, cat: CheckCatalog, mode: str) -> dict[str, Any]:
-    """One input line -> one output object; problems become an 'error' verdict naming the line."""
+def read_lines(file: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """Every non-blank line of a check file as (line number, object), all read before any is checked.
+
+    The file's shape is the user's input, not the model's answer: a pretty-printed JSON file, a
+    line that is not an object, or one with neither ``output`` nor ``calls`` is one error line
+    naming the file and line (exit 2), never an ``error`` verdict per line (exit 1), so CI can tell
+    "wrong file" from "the model made bad calls". What the model wrote is judged by the checker;
+    a line that breaks a limit of apidb.safe_io (a 5,000-digit argument, [[[[... in the calls) is
+    hostile model output and stays that line's ``error`` verdict (an ``_unsafe`` entry here).
+    """
     from apidb.safe_io import UnsafeDocument, loads_json
 
-    try:  # within the limits of apidb.safe_io: a 5,000-digit number or [[[[... is this line's error
-        obj = loads_json(line, strict_unicode=False)
-    except json.JSONDecodeError as exc:
+    rows = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = loads_json(line, strict_unicode=False)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{file}: line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
+                           + _whole_document_hint(text)) from None
+        except UnsafeDocument as exc:
+            rows.append((lineno, {"_unsafe": str(exc)}))
+            continue
+        if not isinstance(obj, dict):
+            raise CliError(f"{file}: line {lineno}: expected an object, got {type(obj).__name__} "
+                           "(check reads JSON Lines: one {id, output|calls, ...} object per line)")
+        if "output" not in obj and "calls" not in obj:
+            raise CliError(f"{file}: line {lineno}: needs 'output' (code) or 'calls' (JSON tool calls)"
+                           + _near_keys(obj))
+        rows.append((lineno, obj))
+    return rows
+
+
+def _near_keys(obj: dict[str, Any]) -> str:
+    """'; it has 'call': did you mean 'calls'?' for a key one typo away from a known one."""
+    import difflib
+
+    keys = [str(k) for k in obj]
+    for key in keys:
+        near = difflib.get_close_matches(key, ["output", "calls"], n=1, cutoff=0.6)
+        if near:
+            return f"; it has {key!r}: did you mean {near[0]!r}?"
+    return f"; it has {', '.join(map(repr, keys[:6]))}" if keys else "; it is empty"
+
+
+def _whole_document_hint(text: str) -> str:
+    """A pretty-printed JSON file fails on its first line; say what it is instead of that line's error."""
+    from apidb.safe_io import UnsafeDocument, loads_json
+
+    try:
+        loads_json(text, strict_unicode=False)
+    except (json.JSONDecodeError, UnsafeDocument):
+        return ""
+    return ("; the file is one JSON document over several lines, but check reads JSON Lines: one object "
+            "per line (`jq -c '.[]'` or `jq -c .` converts it)")
+
+
+def check_line(lineno: int, obj: dict[str, Any], cat: CheckCatalog, mode: str) -> dict[str, Any]:
+    """One input object -> one output object; a checker failure becomes an 'error' verdict naming the line."""
+    if "_unsafe" in obj:
         return {"id": None, "line": lineno, "verdict": "error", "ok": False,
-                "error": f"line {lineno}: malformed JSON ({exc.msg} at column {exc.colno})", "defects": []}
-    except UnsafeDocument as exc:
-        return {"id": None, "line": lineno, "verdict": "error", "ok": False,
-                "error": f"line {lineno}: {exc}", "defects": []}
-    if not isinstance(obj, dict):
-        return {"id": None, "line": lineno, "verdict": "error", "ok": False,
-                "error": f"line {lineno}: expected an object, got {type(obj).__name__}", "defects": []}
+                "error": f"line {lineno}: {obj['_unsafe']}", "defects": []}
     rid = obj.get("id")
     try:
         if "output" in obj:
             from checker.code import check_code
 
             v = check_code(obj["output"], cat.index(), gold=obj.get("gold"), mode=mode)
-        elif "calls" in obj:
+        else:
             from checker.calls import check_calls
 
             functions = obj.get("functions")
             if functions is None and (cat.db is not None):
                 functions = cat.records()
             v = check_calls(obj["calls"], functions, obj.get("ground_truth"))
-        else:
-            return {"id": rid, "line": lineno, "verdict": "error", "ok": False,
-                    "error": f"line {lineno}: needs 'output' (code) or 'calls' (JSON tool calls)", "defects": []}
     except ToolsiftError as exc:
         return {"id": rid, "line": lineno, "verdict": "error", "ok": False, "error": f"line {lineno}: {exc}",
                 "defects": []}
@@ -74,6 +119,22 @@ def check_line(lineno: int, line: str, cat: CheckCatalog, mode: str) -> dict[str
                 "error": f"line {lineno}: could not be checked ({type(exc).__name__}: {str(exc)[:200]})",
                 "defects": []}
     return {"id": rid, **v.to_dict()}
+
+
+def open_catalog(cat: CheckCatalog, objs: list[tuple[int, dict[str, Any]]]) -> None:
+    """Open the catalog once, before any line is checked, when a line needs it: a missing catalog
+    is one error (exit 2), not one per line; an empty one is a warning (every call would be
+    hallucinated)."""
+    needed = any("output" in o or ("calls" in o and o.get("functions") is None) for _, o in objs)
+    if not needed:
+        return
+    try:
+        records = cat.records()
+    except ToolsiftError as exc:
+        raise CliError(str(exc)) from None
+    if not records:
+        warn(f"{cat.db}: the catalog holds no tools, so every call is checked against nothing "
+             "(add tools with `toolsift catalog add FILE --db ...`)")
 
 
 def _what(row: dict[str, Any]) -> str:
@@ -88,11 +149,20 @@ def _what(row: dict[str, Any]) -> str:
     return text or (row.get("api") or "")
 
 
+def verdict_style(verdict: str) -> str:
+    """The colour of a verdict on a terminal: green fine, red made up, yellow otherwise wrong."""
+    if verdict in ("correct", "valid"):
+        return "green"
+    if verdict.startswith("hallucinated"):
+        return "bold red"
+    return "magenta" if verdict in ("error", "no_gold") else "yellow"
+
+
 def print_verdicts(rows: list[dict[str, Any]]) -> None:
     cols = ("line", "id", "verdict", "what")
     show(table(cols, [(r.get("line", i), "-" if r.get("id") is None else r.get("id"), r.get("verdict"),
                        ellipsize(_what(r), 400)) for i, r in enumerate(rows, 1)],
-               keep_whole=("verdict",), right=("line",)))
+               keep_whole=("verdict",), right=("line",), styles={"verdict": verdict_style}))
 
 
 def check(
@@ -122,13 +192,14 @@ def check(
         rows = bfcl_rows(file, text, bfcl_fc, bfcl_data)
         print_jsonl(rows) if as_json else print_verdicts(rows)
     else:
+        objs = read_lines(file, text)
         cat = CheckCatalog(catalog_path(db), namespace)
-        lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+        open_catalog(cat, objs)
         rows = []
-        with progress_bar(len(lines)) as progress:
-            task = progress.add_task("checking", total=len(lines))
-            for lineno, line in lines:
-                row = check_line(lineno, line, cat, mode)
+        with progress_bar(len(objs)) as progress:
+            task = progress.add_task("checking", total=len(objs))
+            for lineno, obj in objs:
+                row = check_line(lineno, obj, cat, mode)
                 rows.append(row)
                 if as_json:  # streamed: a long file shows its first verdicts at once
                     sys.stdout.write(dumps(row) + "\n")  # control characters escaped
@@ -139,7 +210,7 @@ def check(
     summary = ", ".join(f"{k} {v}" for k, v in counts.most_common())
     n_failed = failed(rows, failing)
     say(f"checked {len(rows)} line(s) in {time.perf_counter() - start:.2f}s: {summary or 'nothing'}"
-        + (f"; {n_failed} failing (exit 1)" if n_failed else ""), err=True)
+        + (f"; {n_failed} failing (exit 1)" if n_failed else ""), err=True, wrap=True)
     sys.stdout.flush()
     exit_for(n_failed)
 

@@ -101,6 +101,19 @@ def demo(db: DemoDb = Path(".toolsift/demo.db"),
     build_catalog(db)
     route_examples(db, k)
     check_examples(db)
+    next_steps(db)
+
+
+def next_steps(db: Path) -> None:
+    """Where to go from here: the same commands on the demo catalog, then on your own tools."""
+    out.rule("[bold]Next[/bold]")
+    for line in (f'toolsift route "translate English text to German" --db {db}     # your own question',
+                 f"toolsift catalog list resnet --db {db}                          # what the catalog holds",
+                 "toolsift catalog add examples/tools.json --db my.db && toolsift index --db my.db   # your tools",
+                 "toolsift check examples/calls.jsonl --db my.db                   # check tool calls",
+                 "toolsift serve openai --db my.db --upstream https://api.openai.com/v1   # route live requests",
+                 "toolsift --help, toolsift COMMAND --help, docs/cli.md"):
+        out.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

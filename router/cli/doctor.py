@@ -69,10 +69,24 @@ def _catalog_checks(db, index_dir) -> list[dict[str, str]]:
     else:
         age = time.time() - float(st.get("built") or time.time())
         detail = (f"{st['path']}: {st['records']} records, model {st['model']}, encoder {st['encoder']}, "
-                  f"built {age / 3600:.1f} h ago")
+                  f"built {_age(age)}")
+        # the command to run, with the catalog and index folder this doctor was given
+        again = "toolsift index" + (f" --db {path}" if db or os.environ.get("TOOLSIFT_DB") else "") + \
+            (f" --index-dir {index_dir}" if index_dir else "")
         checks.append(_check("index", "warn" if st["stale"] else "ok",
-                             detail + ("; STALE: the catalog changed since, run `toolsift index`" if st["stale"] else "")))
+                             detail + (f"; STALE: the catalog changed since, run `{again}`" if st["stale"] else "")))
     return checks
+
+
+def _age(seconds: float) -> str:
+    """'just now', '12 min ago', '3.5 h ago', '4 days ago' ('built 0.0 h ago' read as broken)."""
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.0f} days ago"
 
 
 def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> None:
@@ -88,11 +102,13 @@ def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> 
     cache = default_cache_dir()
     files = list(cache.glob("emb-*.npz")) if cache.is_dir() else []
     size = sum(f.stat().st_size for f in files)
-    checks.append(_check("embedding cache", "ok", f"{cache} ($TOOLSIFT_CACHE): {len(files)} model file(s), "
+    where = "$TOOLSIFT_CACHE" if os.environ.get("TOOLSIFT_CACHE") else "default; $TOOLSIFT_CACHE moves it"
+    checks.append(_check("embedding cache", "ok", f"{cache} ({where}): {len(files)} model file(s), "
                                                   f"{size / 1e6:.1f} MB (`toolsift cache info`)"))
     try:
         enc = resolve_encoder(None)
-        checks.append(_check("encoder", "ok", f"{enc} ($TOOLSIFT_ENCODER)"))
+        checks.append(_check("encoder", "ok", f"{enc} ($TOOLSIFT_ENCODER)" if os.environ.get("TOOLSIFT_ENCODER")
+                             else f"{enc} (default; $TOOLSIFT_ENCODER chooses)"))
     except Exception as exc:  # noqa: BLE001 - a bad $TOOLSIFT_ENCODER is a finding, not a crash
         checks.append(_check("encoder", "fail", str(exc)))
     for name, extra, why in OPTIONAL:
@@ -114,7 +130,7 @@ def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> 
         print_json({"ok": not failed, "checks": checks})
     else:
         for c in checks:
-            say(f"{c['status']:<4}  {c['check']:<22} {c['detail']}")
+            say(f"{c['status']:<4}  {c['check']:<22} {c['detail']}", wrap=True, indent=" " * 29)
     if failed:
         raise typer.Exit(1)
 

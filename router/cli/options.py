@@ -20,8 +20,26 @@ Db = Annotated[Optional[str], typer.Option(
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON (one object, or one per line) instead of text.")]
 
+def known_model(value: Optional[str]) -> Optional[str]:
+    """--model names a bundled model or a folder; anything else is a usage error with the nearest
+    name (`route --model nope` used to suggest `toolsift index --model nope`, which failed too)."""
+    if value is None or Path(value).is_dir():
+        return value
+    from router.encoders.model import BASE_MODEL, BUNDLED, DEFAULT_MODEL
+
+    if value in BUNDLED:
+        return value
+    import difflib
+
+    from .errors import CliError
+
+    near = difflib.get_close_matches(value, BUNDLED, n=1, cutoff=0.6)
+    raise CliError(f"unknown embedding model {value!r}: neither a bundled model ({DEFAULT_MODEL}, {BASE_MODEL}) "
+                   "nor a folder" + (f"; did you mean {near[0]}?" if near else " written by `toolsift tune`"))
+
+
 Model = Annotated[Optional[str], typer.Option(
-    "--model", show_default=False,
+    "--model", show_default=False, callback=known_model,
     help="Embedding model: toolsift-general-minilm (bundled: MiniLM tuned for tool retrieval), "
          "all-MiniLM-L6-v2 (bundled, untuned), or a folder written by `toolsift tune` "
          "(default: the model the catalog was indexed with, else toolsift-general-minilm).")]

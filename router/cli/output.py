@@ -60,42 +60,105 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
-def say(text: str, *, err: bool = False) -> None:
-    """Prose, printed as is (no markup, no wrapping); control characters in it escaped
-    (apidb.display), line breaks and tabs kept."""
+def stream_is_terminal(err: bool = False) -> bool:
+    """Whether a person reads stdout (``err``: stderr); TOOLSIFT_FORCE_TERMINAL=1 says yes."""
+    if not err:
+        return stdout_is_terminal()
+    force = os.environ.get("TOOLSIFT_FORCE_TERMINAL")
+    if force is not None:
+        return force.strip().lower() not in ("", "0", "false", "no")
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def fit(line: str, indent: str = "  ", *, keep_words: bool = True) -> str:
+    """One line wrapped at spaces to the terminal's width, continuation lines indented; a word
+    (an id, a path) is never broken, even when it is wider than the terminal, unless
+    ``keep_words`` is False (prose and code: a 90-character call is folded)."""
+    import textwrap
+
+    width = terminal_width()
+    if len(line) <= width:
+        return line
+    lead = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.fill(line, width=width, initial_indent="", subsequent_indent=lead + indent,
+                         break_long_words=not keep_words, break_on_hyphens=False)
+
+
+def say(text: str, *, err: bool = False, wrap: bool = False, indent: str = "  ") -> None:
+    """Prose, printed as is (no markup); control characters in it escaped (apidb.display), line
+    breaks and tabs kept. ``wrap``: on a terminal, each line wrapped at spaces to its width
+    (continuation lines indented by ``indent``); on a pipe the text stays one stable line."""
     stream = sys.stderr if err else sys.stdout
-    stream.write("\n".join("\t".join(printable(cell) for cell in line.split("\t"))
-                            for line in str(text).split("\n")) + "\n")
+    lines = ["\t".join(printable(cell) for cell in line.split("\t")) for line in str(text).split("\n")]
+    if wrap and stream_is_terminal(err):
+        lines = [fit(line, indent) for line in lines]
+    stream.write("\n".join(lines) + "\n")
 
 
 def warn(text: str) -> None:
-    say(f"warning: {text}", err=True)
+    say(f"warning: {text}", err=True, wrap=True)
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
-          keep_whole: Sequence[str] = (), right: Sequence[str] = ()):
-    """A rich Table. Columns named in ``keep_whole`` (ids, names) are never broken inside a word:
-    at 80 columns rich folded ``huggingface/facebook_bart-large-cnn`` mid-word; now the prose
-    columns wrap at spaces instead, and only an id wider than the whole terminal is folded.
-    ``right``: short numeric columns, right-aligned and never wrapped."""
+          keep_whole: Sequence[str] = (), right: Sequence[str] = (), styles: dict[str, Any] | None = None):
+    """A rich Table that fits the terminal. Columns named in ``keep_whole`` (ids, names, files)
+    are never broken: the prose columns wrap at spaces instead; when the whole ids and the
+    numbers leave no room for that (a 65-character cache file and a model id at 80 columns),
+    each row becomes a block: its first whole column on a line of its own, the rest below.
+    ``right``: short numeric columns, right-aligned and never wrapped. ``styles``: column ->
+    value -> rich style (verdict colours); rich drops colour on a pipe and under NO_COLOR."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     rows = [[str(x) for x in r] for r in rows]
+    styles = styles or {}
+    widest = [max([len(col)] + [len(printable(r[i])) for r in rows]) for i, col in enumerate(columns)]
+    # a prose column narrower than ~20 characters reads as one word a line: blocks instead
+    need = sum(w if (col in keep_whole or col in right) else min(w, 20) for col, w in zip(columns, widest))
+    if keep_whole and need + 2 * (len(columns) - 1) > terminal_width():
+        return _blocks(columns, rows, title, keep_whole, styles)
     # SIMPLE_HEAD: no vertical rules, so narrow terminals keep their columns for content
     t = Table(title=None if title is None else Text(printable(title)), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for i, col in enumerate(columns):
-        widest = max([len(col)] + [len(r[i]) for r in rows])
         if col in keep_whole:
-            t.add_column(col, no_wrap=True, overflow="fold", min_width=min(widest, 60))
+            t.add_column(col, no_wrap=True, overflow="fold", min_width=widest[i])
         elif col in right:
-            t.add_column(col, no_wrap=True, justify="right", min_width=min(widest, 12))
+            t.add_column(col, no_wrap=True, justify="right", min_width=min(widest[i], 12))
         else:
             t.add_column(col, overflow="fold", ratio=1)
     for r in rows:  # catalog data: escaped, never rich markup
-        t.add_row(*(Text(printable(x)) for x in r))
+        t.add_row(*(Text(printable(x), style=_style(styles, col, x)) for col, x in zip(columns, r)))
     return t
+
+
+def _style(styles: dict[str, Any], col: str, value: str) -> str:
+    how = styles.get(col)
+    return (how(value) or "") if how else ""
+
+
+def _blocks(columns: Sequence[str], rows: list[list[str]], title: str | None, keep_whole: Sequence[str],
+            styles: dict[str, Any]):
+    """Rows too wide for a table at this width: one block per row, no id ever broken."""
+    from rich.console import Group
+    from rich.text import Text
+
+    key = columns.index(keep_whole[0])
+    out = [Text(printable(title))] if title else []
+    for r in rows:
+        # already fitted here; an id wider than the terminal is left whole for the terminal to wrap
+        out.append(Text(printable(r[key]), style=_style(styles, columns[key], r[key])))
+        fields = [(col, printable(x)) for i, (col, x) in enumerate(zip(columns, r)) if i != key and x]
+        short = "  ".join(f"{col} {x}" for col, x in fields if len(x) <= 30)
+        if short:  # the short fields share a line, each long one (a description, a call) has its own
+            out.append(Text(fit("    " + short, "  ")))
+        out += [Text(fit(f"    {col} {x}", "  ", keep_words=col in keep_whole)) for col, x in fields if len(x) > 30]
+    blocks = Group(*out)
+    blocks.fitted = True  # type: ignore[attr-defined]  # show(): print as laid out, no second wrap
+    return blocks
 
 
 def terminal_width() -> int:
@@ -106,7 +169,7 @@ def terminal_width() -> int:
 
 
 def show(renderable: Any) -> None:
-    console().print(renderable)
+    console().print(renderable, soft_wrap=getattr(renderable, "fitted", False))
 
 
 def ellipsize(text: str, n: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import typer
 
@@ -78,10 +78,10 @@ def run_index(db: Optional[Path], model: Optional[str], index_dir: Optional[Path
     if quiet:
         print_json(report.to_dict())
     elif report.up_to_date:
-        say(f"index up to date: {report.records} records ({report.path})")
+        say(f"index up to date: {report.records} records ({report.path})", wrap=True)
     else:
         say(f"indexed {report.records} records in {report.seconds:.1f}s: {report.embedded} embedded, "
-            f"{report.reused} from cache ({report.path})")
+            f"{report.reused} from cache ({report.path})", wrap=True)
 
 
 def _tools(selections, tokens: bool) -> list[dict[str, Any]]:
@@ -112,6 +112,45 @@ def _budget_warning(label: str, selections, k: int) -> None:
              f"{report.used} tokens used")
 
 
+def _short_of_k(router, selections, k: Optional[int], adaptive: bool, method: str,
+                 min_score: Optional[float], scoped: bool) -> Optional[str]:
+    """Why a fixed ``-k N`` gave fewer than N tools, or None when it did not (or the budget or an
+    abstention already said why): `-k 5 --method bm25` gave one tool and no word about it."""
+    n = len(selections)
+    if k is None or adaptive or n >= k:
+        return None
+    budget = getattr(selections, "budget", None)
+    abstention = getattr(selections, "abstention", None)
+    if (budget is not None and budget.dropped) or (abstention is not None and abstention.abstained and not n):
+        return None
+    lexical = method == "bm25" or router.dense_index() is None
+    if n >= len(router):
+        why = f"the catalog holds {len(router)} tool(s)"
+    elif min_score is not None:
+        why = f"the others score below --min-score {min_score}"
+    elif lexical:
+        why = ("BM25 ranks only tools that share a word with the request"
+               + ("" if method == "bm25" else "; dense search is off (see the warning above)")
+               + (", and --namespace/--exclude-namespace narrowed the catalog" if scoped else "")
+               + "; `--method hybrid` on an up-to-date index ranks every tool")
+    elif scoped:
+        why = "the namespaces asked for hold no more tools"
+    else:
+        why = "no more tools were ranked"
+    return f"{n} of k={k} tool(s) selected: {why}"
+
+
+def _language_note(q: Any) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """The request's language when it is not English (router.ranking.language), and the warning."""
+    from router.ranking.language import request_language
+
+    lang = request_language(_query_text(q))
+    if lang is None:
+        return None, None
+    return lang.to_dict(), (f"the request reads as {lang.name} (p={lang.probability:.2f}): routing is built and "
+                            "measured for English requests, so tools may be misranked (docs/routing.md#language)")
+
+
 def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_default=False,
                                                 help="The request to route (or use --queries / --messages)."),
           db: Db = None,
@@ -119,9 +158,10 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
                                           help="How many tools to select (a fixed k). Without it: adaptive k, "
                                                "up to 10 tools chosen from the scores (docs/routing.md)."),
           adaptive: bool = typer.Option(False, "--adaptive", help="Adaptive k with -k N as its ceiling."),
-          abstain: str = typer.Option("flag", "--abstain", help="When no tool fits: flag (say so, keep the "
+          abstain: Literal["flag", "empty"] = typer.Option("flag", "--abstain", help="When no tool fits: flag (say so, keep the "
                                                                  "ranked tools) or empty (select none)."),
-          method: str = typer.Option("hybrid", "--method", help="hybrid | bm25 | dense."),
+          method: Literal["hybrid", "bm25", "dense"] = typer.Option(
+              "hybrid", "--method", help="hybrid (BM25 and dense, fused), bm25 (words only) or dense (meaning only)."),
           as_json: Json = False,
           queries: Optional[str] = typer.Option(None, "--queries", metavar="FILE|-",
                                                 help="JSONL: one {id, query|messages} per line; - reads stdin."),
@@ -162,6 +202,7 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     opts = dict(k=k, adaptive=True if adaptive else None, abstain=abstain, method=method, min_score=min_score, pinned=pin or (), include_namespaces=namespace or None,
                 exclude_namespaces=exclude_namespace or None, token_budget=token_budget, relative_cut=relative_cut)
     tokens = show_tokens or token_budget is not None
+    scoped = bool(namespace or exclude_namespace)
     as_json = wants_json(as_json)
     if queries is not None:
         for qid, q in items:  # one bad query must not lose the others' answers
@@ -171,6 +212,14 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
                 if selections.budget is not None:
                     line["budget"] = selections.budget.to_dict()
                 _budget_warning(f"query {qid}: ", selections, k or len(selections))
+                short = _short_of_k(router, selections, k, adaptive, method, min_score, scoped)
+                if short:
+                    warn(f"query {qid}: {short}")
+                    line["note"] = short
+                lang, lang_warning = _language_note(q)
+                line["language"] = lang
+                if lang_warning:
+                    warn(f"query {qid}: {lang_warning}")
             except RouterError as exc:
                 say(f"error: query {qid}: {exc}", err=True)
                 line = {"id": qid, "tools": [], "error": str(exc)}
@@ -184,10 +233,17 @@ def route(query: Optional[str] = typer.Argument(None, metavar="QUERY", show_defa
     q = items[0][1]
     selections = router.select(q, **opts)
     _budget_warning("", selections, k or len(selections))
+    short = _short_of_k(router, selections, k, adaptive, method, min_score, scoped)
+    if short:
+        warn(short)
+    lang, lang_warning = _language_note(q)
+    if lang_warning:
+        warn(lang_warning)
     if as_json:
         used = method if (method == "bm25" or router.dense_index() is not None) else "bm25"
         out = {"query": _query_text(q), "method": used, "tools": _tools(selections, tokens),
-               "warnings": router.warnings, **_routing_info(selections)}
+               "warnings": router.warnings + [w for w in (short, lang_warning) if w], "language": lang,
+               **_routing_info(selections)}
         if selections.budget is not None:
             out["budget"] = selections.budget.to_dict()
         print_json(out)
@@ -254,22 +310,23 @@ def _print_table(query: str, selections, tokens: bool = False, label: str = "") 
     a = getattr(selections, "abstention", None)
     if a is not None and a.abstained:
         say(f"no tool fits this request (abstained: best evidence {a.evidence:.3f} is below {a.threshold:.3f})"
-            + ("; the ranked tools above are the least bad ones" if selections else ""))
+            + ("; the ranked tools above are the least bad ones" if selections else ""), wrap=True)
     elif not selections:
         say("no tool matched")
     report = getattr(selections, "budget", None)
     if report is not None:
         say(f"tokens: {report.used} of the budget of {report.limit}"
             + (f"; a tool below the top k had to score at least {report.cut:.3f} (relevance cut) to replace a "
-               "dropped one" if report.cut is not None else ""))
+               "dropped one" if report.cut is not None else ""), wrap=True)
         for d in report.dropped:
-            say(f"  dropped {d.record.id} (rank {d.rank}, score {d.score:.3f}, {d.tokens} tokens): {d.reason}")
+            say(f"  dropped {d.record.id} (rank {d.rank}, score {d.score:.3f}, {d.tokens} tokens): {d.reason}",
+                wrap=True, indent="    ")
         if report.skipped:
-            say(f"  {report.skipped} lower-ranked tool(s) above the cut did not fit either")
+            say(f"  {report.skipped} lower-ranked tool(s) above the cut did not fit either", wrap=True)
         if report.stopped:
-            say(f"  stopped: {report.stopped}")
+            say(f"  stopped: {report.stopped}", wrap=True, indent="    ")
     elif tokens and selections:
-        say(f"tokens: {sum(_tokens_of(s) for s in selections)} in {len(selections)} tool schemas")
+        say(f"tokens: {sum(_tokens_of(s) for s in selections)} in {len(selections)} tool schemas", wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -13,18 +13,18 @@ from .options import GatewayStore, Model
 def serve_mcp(
     config: Path = typer.Option(..., "--config", "-c", help="JSON file in the mcpServers shape: "
                                 '{"mcpServers": {NAME: {"command", "args", "env"} | {"url"}}}.'),
-    transport: str = typer.Option("stdio", "--transport", "-t", help="How clients reach the gateway: stdio | http."),
+    transport: Literal["stdio", "http"] = typer.Option("stdio", "--transport", "-t", help="How clients reach the gateway: stdio | http."),
     db: GatewayStore = None,
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
     port: int = typer.Option(8765, "--port", help="HTTP transport: port (path /mcp)."),
     pin: list[str] = typer.Option([], "--pin", help="Expose this tool directly (server__tool or a unique bare "
                                   "name); repeatable."),
-    method: Optional[str] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
+    method: Optional[Literal["hybrid", "bm25", "dense"]] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
                                          "(default: the router's default)."),
-    k: int = typer.Option(5, "--k", help="Tools search_tools returns when the client gives no k."),
+    k: int = typer.Option(5, "-k", "--k", help="Tools search_tools returns when the client gives no k."),
     adaptive_k: bool = typer.Option(False, "--adaptive-k", help="search_tools picks how many tools from the "
                                     "scores, up to the client's k (else --k) (docs/routing.md)."),
-    on_abstain: str = typer.Option("empty", "--on-abstain", help="When no tool fits a search: empty (answer no "
+    on_abstain: Literal["empty", "flag"] = typer.Option("empty", "--on-abstain", help="When no tool fits a search: empty (answer no "
                                    "tools, flagged) or flag (the ranked tools, flagged)."),
     usage_log: Optional[Path] = typer.Option(None, "--usage-log", help="Record each valid call to a searched tool "
                                              "with its query's hash, for `toolsift tune --from-log` (off by default)."),

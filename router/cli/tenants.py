@@ -34,7 +34,7 @@ def new_key(as_json: Json = False) -> None:
     say(f"key:        {key}")
     say(f'key_sha256 = "{digest}"')
     say("Give the key to the tenant and put the key_sha256 line in its [tenants.NAME] table; "
-        "the key itself is not kept anywhere.", err=True)
+        "the key itself is not kept anywhere.", err=True, wrap=True)
 
 
 def hash_key(as_json: Json = False) -> None:

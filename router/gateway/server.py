@@ -136,9 +136,8 @@ def call_arguments(arguments: Any) -> dict[str, Any]:
 def describe_selection(sel: Any) -> dict[str, Any]:
     """One search_tools result: a router `Selection` under its qualified name, with why."""
     rec = sel.record
-    why: dict[str, Any] = {"reason": sel.reason}
-    if sel.matched_terms:
-        why["matched_terms"] = list(sel.matched_terms)
+    # matched_terms always, empty when no word matched: a client reading it must not need a guard
+    why: dict[str, Any] = {"reason": sel.reason, "matched_terms": list(sel.matched_terms or ())}
     if sel.bm25_score is not None:
         why["bm25_score"] = round(float(sel.bm25_score), 4)
     if sel.dense_score is not None:

@@ -250,7 +250,12 @@ class Router:
         for p in pinned:
             hits = [self._index[p]] if p in self._index else self._by_name.get(p, [])
             if not hits:
-                raise RouterError(f"pinned tool {p!r} is not in the catalog (give a record id or tool name)")
+                import difflib
+
+                near = difflib.get_close_matches(p, list(self._by_name) + list(self._index), n=3, cutoff=0.7)
+                raise RouterError(f"pinned tool {p!r} is not in the catalog"
+                                  + (f"; did you mean {' or '.join(near)}?" if near else
+                                     " (give a record id or tool name)"))
             out += [h for h in hits if h not in out]
         return out
 

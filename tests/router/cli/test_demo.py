@@ -23,3 +23,6 @@ def test_demo_builds_routes_and_checks(tmp_path):
     # one example output per verdict, each labelled as expected
     for verdict in ("correct", "wrong_api", "hallucinated", "unparsable"):
         assert re.search(rf"^{verdict} +<<<api_call>>>|^{verdict} +I am", text, re.M), verdict
+    # it ends with what to try next (issue 40: the demo ended with no next steps)
+    tail = text.rsplit("Next", 1)[1]
+    assert "toolsift catalog add examples/tools.json" in tail and "toolsift route" in tail

@@ -121,6 +121,11 @@ def test_gateway_search_call_check_and_failed_upstream(files_root, tmp_path):
             assert top["name"] == "weather__get_weather_by_coords"
             assert top["input_schema"]["required"] == ["lat", "lon"]
             assert top["why"]["dense_score"] is not None and top["score"] > 0
+            # matched_terms is always there, empty when no word matched (docs/gateway.md reads it; issue 40)
+            assert all(isinstance(t["why"]["matched_terms"], list) for t in payload["tools"])
+            res = await client.call_tool("search_tools", {"query": "is it sunny or rainy outside", "k": 3})
+            terms = [t["why"]["matched_terms"] for t in json.loads(_text(res))["tools"]]
+            assert terms and [] in terms, terms
             assert "broken" in payload["unavailable_servers"]
             assert "command not found" in payload["unavailable_servers"]["broken"]
 
