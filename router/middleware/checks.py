@@ -50,7 +50,10 @@ class CallCheck:
 
 
 def check_calls_of(calls: list[tuple[int, list[dict]]], routed: RoutedRequest) -> list[CallCheck]:
-    """A verdict per (choice, Chat Completions tool calls) against the tools offered."""
+    """A verdict per (choice, Chat Completions tool calls) against the tools offered; none when
+    the tools are held upstream and unknown here (never a judgement against zero tools)."""
+    if not routed.checked:
+        return []
     return [CallCheck(choice, check_calls(c, functions=routed.offered)) for choice, c in calls if c]
 
 
@@ -87,6 +90,10 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
 
 
 UNROUTABLE = "_toolsift_unroutable"  # set by an Api's view() when it cannot see enough to rank: why
+# set by an Api's view(): the names of the conversation the request continues (router/middleware/
+# conversations.py), and, for a request without tools, why the upstream may hold its tool list
+CONVERSATION = "_toolsift_conversation"
+HELD = "_toolsift_held"
 
 
 class Api:
@@ -146,17 +153,41 @@ class Exchange:
     upstream_ms: float = 0.0  # time spent waiting for the model (the transport adds it up)
     api: Api = CHAT
     keep: tuple[str, ...] = ()  # tool names the request itself marks as needed
-    memory: Any = None          # what the transport remembers of earlier answers (Responses API)
+    memory: Any = None          # one tenant's remembered conversations (conversations.TenantConversations)
+    conversation: tuple = ()    # the names of the conversation this request continues
+    tools_in_effect: Any = None  # the conversation's full tool list: brought now, or remembered
     _body: dict | None = None
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
         view = self.api.view(self.request, self.memory)
-        unroutable = view.pop(UNROUTABLE, None) if isinstance(view, dict) else None
-        self.routed = (self.rr.pass_through(view, unroutable) if unroutable
-                       else self.rr.route(view, keep=self.keep))
+        if not isinstance(view, dict):
+            raise RequestError(f"request body must be a JSON object, got {type(view).__name__}")
+        unroutable = view.pop(UNROUTABLE, None)
+        self.conversation = tuple(view.pop(CONVERSATION, None) or ())
+        held = view.pop(HELD, None)
+        known = self.memory.tools(self.conversation) if (
+            self.memory is not None and self.conversation and not view.get("tools")) else None
+        if known is not None:
+            self.routed = self.rr.held(view, known, f"no tools in this request: checked against the {len(known)} "
+                                       "tools remembered for this conversation")
+        elif held and not view.get("tools"):
+            self.routed = self.rr.held(view, None, f"{held}; calls not checked")
+        elif unroutable:
+            self.routed = self.rr.pass_through(view, unroutable)
+        else:
+            self.routed = self.rr.route(view, keep=self.keep)
+        self.tools_in_effect = known if known is not None else (view.get("tools") or None)
+        if self.memory is not None and self.conversation and known is None and self.tools_in_effect:
+            self.memory.remember_tools(self.conversation, self.tools_in_effect)
         self._body = self.api.apply(self.request, self.routed)
         return self._body
+
+    def remember(self, response: Any) -> None:
+        """After the answer: what a later request of this conversation needs (Responses: the
+        conversation under the answer's id)."""
+        if self.memory is not None and self.api.name == "responses":
+            self.memory.remember(self.routed.body, response, self.conversation, self.tools_in_effect)
 
     @property
     def failed(self) -> bool:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checks import Api, CallCheck, repair_turn
+from .checks import CONVERSATION, HELD, Api, CallCheck, repair_turn
+from .conversations import thread_key
 from .request import RoutedRequest, as_dict, without_tools
 
 
@@ -105,8 +106,16 @@ class MessagesApi(Api):
             system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
         if isinstance(system, str) and system.strip():
             messages.append({"role": "system", "content": system})
-        messages += to_messages(body.get("messages"))
+        turns = to_messages(body.get("messages"))
+        messages += turns
         view: dict = {"messages": messages}
+        # a thread: named by its system prompt and first user turn (the SDK's thread mode sends
+        # tools on the first turn only, router/middleware/conversations.py)
+        thread = thread_key(system, turns)
+        if thread is not None:
+            view[CONVERSATION] = [thread]
+        if any(m.get("tool_calls") for m in turns):
+            view[HELD] = "no tools in a conversation that already called tools: the upstream holds them"
         tools = body.get("tools")
         if isinstance(tools, list):
             view["tools"] = [_chat_tool(t) for t in tools if _is_custom(t)]

@@ -47,7 +47,8 @@ from .metrics import Metrics
 from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
-from .responses import RESPONSES, ResponsesMemory
+from .conversations import Conversations
+from .responses import RESPONSES
 from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
 from .usage import record_exchange
@@ -77,7 +78,7 @@ class Proxy(StreamRelay):
         self.max_body_bytes = max_body_bytes
         self.usage_log = usage_log  # router.training.usage_log.UsageLog (opt-in: --usage-log), or None
         self.metrics = Metrics()
-        self.memory = ResponsesMemory()
+        self.memory = Conversations()  # per tenant: router/middleware/conversations.py
         self._rr, self._loader = rr, loader
         self.state = "ok" if rr is not None else "starting"
         self.load_error: Optional[str] = None
@@ -247,7 +248,8 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, memory=self.memory)
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep,
+                          memory=self.memory.for_tenant(tenant.name if tenant is not None else None))
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
@@ -321,8 +323,7 @@ class Proxy(StreamRelay):
                 return _error(502, "upstream answer is JSON but not an object", "upstream_bad_response", ex.api)
             last = r
             send = ex.feed(data)  # checks the calls against the k offered tools only: sub-ms, on the loop
-        if ex.api is RESPONSES:
-            self.memory.remember(ex.routed.body, ex.response)
+        ex.remember(ex.response)
         if self.mode == "reject" and ex.failed:
             return _error(422, "toolsift rejected the model's tool calls: "
                           + "; ".join(f"{c.verdict.verdict}" for c in ex.checks if not c.verdict.ok),
@@ -433,7 +434,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         denied, _ = proxy.auth(request)
         if denied is not None:
             return denied
-        caches = {**proxy.rr.cache_stats(), "responses": proxy.memory.stats()} if proxy.rr else {}
+        caches = {**proxy.rr.cache_stats(), **proxy.memory.stats()} if proxy.rr else {}
         if request.query_params.get("format") == "json":
             return JSONResponse({**proxy.metrics.snapshot(), "caches": caches})
         return PlainTextResponse(proxy.metrics.prometheus(caches))

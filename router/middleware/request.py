@@ -102,6 +102,7 @@ class RoutedRequest:
     extra: dict = field(default_factory=dict)  # e.g. built-in tools passed untouched (Responses, Messages)
     abstention: Any = None          # router.ranking.abstain.Abstention of the ranking, when one was made
     ids: dict = field(default_factory=dict)    # tool name -> catalog record id, for the ranked catalog tools
+    checked: bool = True            # False: the tool list is held upstream and unknown here, calls go unjudged
 
     def abstain_header(self) -> str | None:
         """``x-toolsift-abstain``: ``1; evidence=E; threshold=T[; stripped]`` when no tool fits, ``0; ...``
@@ -269,6 +270,14 @@ class RequestRouter:
         names = validate_body(body)
         selected = [{"name": n, "reason": "all"} for n in names]
         return RoutedRequest(body, list(tools), tools, selected, len(tools), len(tools), status="unrouted", k=self.k,
+                             extra={"reason": json.dumps(reason)})
+
+    def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
+        """A request without tools in a conversation whose tools the upstream holds: sent as it
+        came, its calls checked against ``tools`` (the list remembered for the conversation), or
+        not checked at all when ``tools`` is None (``x-toolsift-route: unrouted; reason=...``)."""
+        known = list(tools or [])
+        return RoutedRequest(body, known, known, [], 0, 0, status="unrouted", k=self.k, checked=tools is not None,
                              extra={"reason": json.dumps(reason)})
 
     def cache_stats(self) -> dict[str, dict]:
