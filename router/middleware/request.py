@@ -30,7 +30,7 @@ from apidb.names import unique_names
 from apidb.record import canonical_json
 
 from .errors import RequestError
-from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names,
+from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names, loop_tools,
                      rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
 from .tool_cache import LRU, RouterCache, VectorCache
@@ -190,6 +190,7 @@ class RequestRouter:
         self._names: dict[str, set[str]] | None = None
         self._names_of: Any = None  # the records list _names was built from
         self._ids = LRU(IDS_CACHE, float("inf"), lambda _: 0)  # ToolList.key -> (records, catalog ids)
+        self._loops = LRU(IDS_CACHE, float("inf"), lambda _: 0)  # ToolList.key -> its hand-off / output tools
         self._embedders: dict[str, Any] = {}
 
     # -- public
@@ -202,7 +203,7 @@ class RequestRouter:
         tools = body.get("tools") or []
         if not tools:
             return self._inject(body)
-        forced = forced_names(body, self.pinned, names, self.control_tools, keep)
+        forced = forced_names(body, self.pinned, names, self.control_tools, keep, self._loop_tools(tools, names))
         keep_at: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
         status, abstention, ids = "routed", None, {}
         if len(tools) <= self.k and len(tools) <= self.max_tools:
@@ -285,6 +286,16 @@ class RequestRouter:
         return {"routers": self.routers.stats(), "vectors": self.vectors.stats()}
 
     # -- internals
+    def _loop_tools(self, tools: Sequence[dict], names: list[str]) -> set[str]:
+        """`policy.loop_tools`, remembered per tool list as sent (two regexes per tool: ~2 ms at 2k tools)."""
+        key = tools.key if isinstance(tools, ToolList) else None
+        found = self._loops.get(key) if key is not None else None
+        if found is None:
+            found = loop_tools(names, lambda i: _description(tools, i))
+            if key is not None:
+                self._loops.put(key, found)
+        return found
+
     def _fit(self, keep: dict[int, dict], tools: Sequence[dict]) -> tuple[list[int], bool]:
         """Must-keep tools first (always), then tools already called, then ranked ones while under
         128 tools and the token budget."""
