@@ -130,6 +130,29 @@ class Api:
     def stream(self) -> "StreamAssembler":
         return StreamAssembler()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        """Chat Completions tools in this API's own shape."""
+        return chat_tools
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        """The caller's own tool objects named ``names``, in that order."""
+        original = routed.original
+        have = original.names if isinstance(original, ToolList) else [tool_name(t) for t in original]
+        return [original[have.index(n)] for n in names if n in have]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        """The next body after a search: the answer and one result per call appended, ``append``
+        added after the tools sent, and the tool named ``drop`` left out (the last round)."""
+        choice = next(ch for ch in response["choices"] if ch.get("index", 0) == 0)
+        turn = [{"role": "assistant", "content": choice["message"].get("content"), "tool_calls": calls},
+                *({"role": "tool", "tool_call_id": c["id"], "content": answers[c["id"]]} for c in calls)]
+        tools = [t for t in sent.get("tools") or [] if tool_name(t) != drop] + append
+        body = dict(sent, messages=[*sent["messages"], *turn], tools=tools)
+        body.pop("n", None)
+        return body
+
 
 CHAT = Api()
 
@@ -156,7 +179,9 @@ class Exchange:
     memory: Any = None          # one tenant's remembered conversations (conversations.TenantConversations)
     conversation: tuple = ()    # the names of the conversation this request continues
     tools_in_effect: Any = None  # the conversation's full tool list: brought now, or remembered
+    searches: int = 0            # tool-search rounds answered (router/middleware/search.py)
     _body: dict | None = None
+    _searching: bool = False
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
@@ -181,7 +206,56 @@ class Exchange:
         if self.memory is not None and self.conversation and known is None and self.tools_in_effect:
             self.memory.remember_tools(self.conversation, self.tools_in_effect)
         self._body = self.api.apply(self.request, self.routed)
+        self._offer_search()
         return self._body
+
+    def _offer_search(self) -> None:
+        """Add the search tool when routing left tools out (and the request has no tool of that name)."""
+        from .search import SEARCH_NAME, native_search_tool
+
+        r = self.routed
+        if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and r.status == "routed"
+                and r.checked and r.tools_out < r.tools_in and isinstance(self._body.get("tools"), list)):
+            return
+        names = r.original.names if isinstance(r.original, ToolList) else [tool_name(t) for t in r.original]
+        if SEARCH_NAME in names:
+            return
+        self._body = dict(self._body, tools=[*self._body["tools"], native_search_tool(self.api)])
+        self._searching = True
+        r.extra["search"] = 0
+
+    def _search_round(self, response: Any, calls: list[dict]) -> dict:
+        """Answer the model's search calls with the router, and the next body to send."""
+        from .search import SEARCH_NAME, SEARCH_RESULTS, found_text, not_run_text, query_of
+
+        self.searches += 1
+        last = self.searches >= self.rr.max_searches
+        calls = [dict(c, id=c.get("id") or f"call_{i}") for i, c in enumerate(calls)]
+        answers, found_names = {}, []
+        for call in calls:
+            if tool_name(call) != SEARCH_NAME:
+                answers[call["id"]] = not_run_text()
+                continue
+            query = query_of(call)
+            exclude = {tool_name(t) for t in self.routed.offered} | set(found_names)
+            names = self.rr.search(self.routed.original, query, exclude, SEARCH_RESULTS) if query else []
+            found_names += names
+            found = [self.routed.original[i] for i in self._positions(names)]
+            answers[call["id"]] = found_text(query, found)
+        for name, tool in zip(found_names, [self.routed.original[i] for i in self._positions(found_names)]):
+            self.routed.offered.append(tool)
+            self.routed.selected.append({"name": name, "reason": "searched"})
+        self.routed.extra["search"] = self.searches
+        append = self.api.found_tools(self.request, self.routed, found_names)
+        self._searching = not last
+        self._body = self.api.search_turn(self._body, as_dict(response), calls, answers, append,
+                                          SEARCH_NAME if last else None)
+        return self._body
+
+    def _positions(self, names: list[str]) -> list[int]:
+        original = self.routed.original
+        have = original.names if isinstance(original, ToolList) else [tool_name(t) for t in original]
+        return [have.index(n) for n in names]
 
     def remember(self, response: Any) -> None:
         """After the answer: what a later request of this conversation needs (Responses: the
@@ -197,6 +271,12 @@ class Exchange:
         """Take an answer; return the next body to send, or None when done."""
         self.response = response
         calls = self.api.calls(response)
+        if self._searching:
+            from .search import SEARCH_NAME
+
+            first = next((c for i, c in calls if i == 0), None)
+            if first and any(tool_name(c) == SEARCH_NAME for c in first):
+                return self._search_round(response, first)
         self.checks = check_calls_of(calls, self.routed)
         if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
             return None

@@ -157,6 +157,22 @@ class MessagesApi(Api):
     def stream(self) -> "MessagesStream":
         return MessagesStream()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        return [_native_tool(t) for t in chat_tools]
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        by_name = {t.get("name"): t for t in request.get("tools") or [] if _is_custom(t)}
+        return [by_name[n] for n in names if n in by_name]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        results = [{"type": "tool_result", "tool_use_id": c["id"], "content": answers[c["id"]]} for c in calls]
+        tools = [t for t in sent.get("tools") or [] if not (_is_custom(t) and t.get("name") == drop)] + append
+        return dict(sent, tools=tools, messages=[*sent.get("messages", []),
+                                                 {"role": "assistant", "content": response.get("content") or []},
+                                                 {"role": "user", "content": results}])
+
 
 class MessagesStream:
     """Rebuilds a streamed message's ``tool_use`` blocks; knows where the stream ends."""

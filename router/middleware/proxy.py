@@ -375,14 +375,16 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
-               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None):
+               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None,
+               tool_search: bool = False):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
     (default: the catalog's, else MiniLM). ``loader``: build the request router in a background
     thread once the server listens (``/healthz`` says ``starting`` until then; requests wait).
     ``tenants``: a `router.tenancy.tenants.Tenants`; each request's key then decides the catalog
-    namespaces it is routed with (router/tenancy/gate.py), and a missing or wrong key is 401."""
+    namespaces it is routed with (router/tenancy/gate.py), and a missing or wrong key is 401.
+    ``tool_search``: offer the model a search over the tools routing left out (router/middleware/search.py)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -393,7 +395,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
     extra = {"max_request_tools": max_request_tools} if max_request_tools else {}
     if loader is None:
         rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method,
-                                             model=model, inject=inject, **extra)
+                                             model=model, inject=inject, tool_search=tool_search, **extra)
     else:
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,

@@ -172,7 +172,7 @@ class RequestRouter:
                  max_tools: int = MAX_TOOLS, inject: bool = False, cache_size: int = 16,
                  control_tools: Sequence[str] = CONTROL_TOOLS, max_request_tools: int = MAX_REQUEST_TOOLS,
                  cache_tools: int = 50_000, vector_cache_mb: float = 64.0, adaptive: bool = False,
-                 on_abstain: str = "flag") -> None:
+                 on_abstain: str = "flag", tool_search: bool = False, max_searches: int = 2) -> None:
         if k < 1:
             raise RequestError(f"k must be at least 1, got {k}")
         if on_abstain not in ON_ABSTAIN:
@@ -180,6 +180,8 @@ class RequestRouter:
         # adaptive: k is the ceiling of adaptive k (router.ranking.adaptive_k); on_abstain "strip": a request
         # whose ranking abstains keeps only the tools it must keep (docs/routing.md: off by default)
         self.adaptive, self.on_abstain = adaptive, on_abstain
+        # tool_search: offer the model a search over the tools routing left out (router/middleware/search.py)
+        self.tool_search, self.max_searches = tool_search, max_searches
         self.router, self.k, self.pinned = router, k, tuple(pinned)
         self.token_budget, self.method, self.model, self.cache_dir = token_budget, method, model, cache_dir
         self.max_tools, self.inject = min(max_tools, MAX_TOOLS), inject
@@ -272,6 +274,16 @@ class RequestRouter:
         selected = [{"name": n, "reason": "all"} for n in names]
         return RoutedRequest(body, list(tools), tools, selected, len(tools), len(tools), status="unrouted", k=self.k,
                              extra={"reason": json.dumps(reason)})
+
+    def search(self, tools: Sequence[dict], query: str, exclude: set[str], n: int) -> list[str]:
+        """The names of the ``n`` best tools of ``tools`` for ``query``, leaving out ``exclude``
+        (the model's tool search: router/middleware/search.py)."""
+        names = tools.names if isinstance(tools, ToolList) else [tool_name(t) for t in tools]
+        if not names:
+            return []
+        pairs, _, _ = self._rank(tools, names, [{"role": "user", "content": query}],
+                                 min(len(names), n + len(exclude)))
+        return [names[i] for i, _ in pairs if names[i] not in exclude][:n]
 
     def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
         """A request without tools in a conversation whose tools the upstream holds: sent as it

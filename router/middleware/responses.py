@@ -180,6 +180,23 @@ class ResponsesApi(Api):
     def stream(self) -> "ResponsesStream":
         return ResponsesStream()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        return [{"type": "function", **t["function"]} for t in chat_tools]
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        by_name = {t.get("name"): t for t in request.get("tools") or [] if _is_function(t)}
+        return [by_name[n] for n in names if n in by_name]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        given = sent.get("input")
+        items = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+        output = [o for o in response.get("output") or [] if isinstance(o, dict)]
+        results = [{"type": "function_call_output", "call_id": c["id"], "output": answers[c["id"]]} for c in calls]
+        tools = [t for t in sent.get("tools") or [] if not (_is_function(t) and t.get("name") == drop)] + append
+        return dict(sent, input=[*items, *output, *results], tools=tools)
+
 
 class ResponsesStream:
     """Collects a streamed response's complete output items; knows where the stream ends."""

@@ -1,0 +1,85 @@
+"""Issue 37, item 1: a tool search the model can call, for any upstream model. Through the real
+proxy with the real openai / anthropic clients and a scripted model whose needed tool routing
+left out: the model searches, toolsift answers with its router and continues upstream with the
+found tool appended, within the one client request; the client never sees the search tool."""
+from __future__ import annotations
+
+import json
+
+import anthropic
+import pytest
+
+from tests.router.middleware.test_proxy import client, running, user
+from tests.router.middleware.test_proxy_apis import anthropic_tools, responses_tools
+from tests.support.scripted_apis import offered_tools, searching_model
+from tests.support.scripted_upstream import ScriptedUpstream
+from tests.support.toolsets import small_tools
+
+SEARCH = "toolsift_search_tools"
+QUESTION = "What's the weather in Oslo?"   # routing keeps the weather tools, not the currency one
+ARGS = {"amount": 5, "from_currency": "EUR", "to_currency": "NOK"}
+
+
+def model() -> object:
+    return searching_model("convert_currency", ARGS, "convert an amount of money between currencies", "57 NOK")
+
+
+def names(request: dict, api: str) -> list[str]:
+    return list(offered_tools(request, api))
+
+
+def appended(first: dict, second: dict, api: str) -> bool:
+    """The found tool comes after every tool sent before (so the prompt cache survives)."""
+    before, after = names(first, api), names(second, api)
+    return after[:len(before)] == before and "convert_currency" in after[len(before):]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_model_searches_and_calls_the_tool_routing_left_out(stream):
+    with ScriptedUpstream(model()) as up, running(up.base_url, k=2, tool_search=True,
+                                                  on_hallucination="reject") as srv:
+        c = client(srv)
+        if stream:
+            with c.chat.completions.with_streaming_response.create(model="m", messages=user(QUESTION),
+                                                                   tools=small_tools(), stream=True) as raw:
+                headers, body = raw.headers, raw.text()
+            assert SEARCH not in body and "convert_currency" in body
+        else:
+            raw = c.chat.completions.with_raw_response.create(model="m", messages=user(QUESTION), tools=small_tools())
+            headers, call = raw.headers, raw.parse().choices[0].message.tool_calls[0]
+            assert call.function.name == "convert_currency" and json.loads(call.function.arguments) == ARGS
+            assert json.loads(headers["x-toolsift-verdicts"])[0]["ok"] is True
+            assert {"name": "convert_currency", "reason": "searched"} in json.loads(headers["x-toolsift-selected"])
+        first, second = up.chat_requests
+        assert names(first, "chat")[-1] == SEARCH and len(names(first, "chat")) == 2 + 1
+        # the found tool is appended after everything sent before: the prompt cache survives
+        assert appended(first, second, "chat")
+        assert "convert_currency" in second["messages"][-1]["content"]  # the search's answer names it
+        assert "search=1" in headers["x-toolsift-route"]
+
+
+def test_search_is_off_by_switch_and_rounds_are_bounded():
+    with ScriptedUpstream(model()) as up, running(up.base_url, k=2) as srv:
+        answer = client(srv).chat.completions.create(model="m", messages=user(QUESTION), tools=small_tools())
+        assert "not offered" in answer.choices[0].message.content and SEARCH not in names(up.chat_requests[0], "chat")
+    never = searching_model("no_such_tool", {}, "a tool nobody has", "never")
+    with ScriptedUpstream(never) as up, running(up.base_url, k=2, tool_search=True) as srv:
+        raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user(QUESTION),
+                                                                    tools=small_tools())
+        assert len(up.chat_requests) == 3 and SEARCH not in names(up.chat_requests[-1], "chat")  # 2 rounds, then act
+        assert "search=2" in raw.headers["x-toolsift-route"] and "cannot" in raw.parse().choices[0].message.content
+
+
+def test_responses_and_messages_model_searches_too():
+    with ScriptedUpstream(model()) as up, running(up.url, k=2, tool_search=True) as srv:
+        resp = client(srv).responses.create(model="m", input=QUESTION, tools=responses_tools())
+        assert resp.output[0].name == "convert_currency"
+        first, second = up.api_requests("responses")
+        assert names(first, "responses")[-1] == SEARCH and appended(first, second, "responses")
+        assert second["input"][-1]["type"] == "function_call_output"
+        a = anthropic.Anthropic(api_key="k", base_url=srv.url, max_retries=0)
+        msg = a.messages.create(model="m", max_tokens=64, tools=anthropic_tools(), messages=[
+            {"role": "user", "content": QUESTION}])
+        assert msg.content[0].name == "convert_currency" and msg.content[0].input == ARGS
+        first, second = up.api_requests("messages")
+        assert names(first, "messages")[-1] == SEARCH and appended(first, second, "messages")
