@@ -224,6 +224,11 @@ class Exchange:
         self._searching = True
         r.extra["search"] = 0
 
+    @property
+    def searching(self) -> bool:
+        """Whether the search tool is offered in the body being sent."""
+        return self._searching
+
     def _search_round(self, response: Any, calls: list[dict]) -> dict:
         """Answer the model's search calls with the router, and the next body to send."""
         from .search import SEARCH_NAME, SEARCH_RESULTS, found_text, not_run_text, query_of
@@ -335,6 +340,19 @@ class StreamAssembler:
                 self.feed(json.loads(line[5:]))
             except ValueError:
                 pass  # not ours to judge; the client sees it as sent
+
+    def decision(self, search: str) -> str | None:
+        """"search" once the first choice starts with a call to ``search``, "commit" once it starts
+        with text or another call, None while nothing tells yet (router/middleware/search.py)."""
+        msg = self.choices.get(0)
+        if msg is None:
+            return None
+        if msg["content"]:
+            return "commit"
+        if msg["calls"]:
+            name = msg["calls"][min(msg["calls"])]["function"]["name"]
+            return ("search" if name == search else "commit") if name else None
+        return None
 
     def is_end(self, line: str) -> bool:
         """The line before which the verdict comment goes (clients stop reading after it)."""

@@ -205,6 +205,17 @@ class MessagesStream:
             elif block is not None and delta.get("type") == "text_delta":
                 block["text"] = block.get("text", "") + (delta.get("text") or "")
 
+    def decision(self, search: str) -> str | None:
+        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (thinking blocks wait)."""
+        for i in sorted(self.blocks):
+            block = self.blocks[i]
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                continue
+            if block.get("type") == "tool_use":
+                return "search" if block.get("name") == search else "commit"
+            return "commit"
+        return None
+
     def is_end(self, line: str) -> bool:
         return line.startswith("event:") and line[6:].strip() == "message_stop"
 

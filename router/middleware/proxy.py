@@ -150,6 +150,8 @@ class Proxy(StreamRelay):
         verdicts = [c.verdict.verdict for c in ex.checks] if ex else []
         ms = (time.perf_counter() - t0) * 1000
         rec.update(status=status, ms=round(ms, 2), verdicts=verdicts, repairs=ex.repairs if ex else 0)
+        if ex is not None and ex.searches:
+            rec["searches"] = ex.searches  # tool-search rounds answered (router/middleware/search.py)
         own = None
         if ex is not None and ex.upstream_ms and not rec.get("stream"):
             own = ms - ex.upstream_ms - rec.get("body_ms", 0.0)

@@ -205,6 +205,7 @@ class ResponsesStream:
         self.items: dict[int, dict] = {}
         self.final: dict | None = None
         self._event = ""
+        self._added: dict[int, dict] = {}  # output items as they start (for `decision`)
 
     def feed_line(self, line: str) -> None:
         if line.startswith("event:"):
@@ -217,10 +218,23 @@ class ResponsesStream:
         except ValueError:
             return
         kind = data.get("type", self._event) if isinstance(data, dict) else ""
+        if kind == "response.output_item.added" and isinstance(data.get("item"), dict):
+            self._added[data.get("output_index", len(self._added))] = data["item"]
         if kind == "response.output_item.done" and isinstance(data.get("item"), dict):
             self.items[data.get("output_index", len(self.items))] = data["item"]
         elif kind in _TERMINAL and isinstance(data.get("response"), dict):
             self.final = data["response"]
+
+    def decision(self, search: str) -> str | None:
+        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (reasoning items wait)."""
+        for i in sorted(self._added):
+            item = self._added[i]
+            if item.get("type") == "reasoning":
+                continue
+            if item.get("type") == "function_call":
+                return "search" if item.get("name") == search else "commit"
+            return "commit"
+        return "commit" if self.final is not None else None
 
     def is_end(self, line: str) -> bool:
         if line.startswith("event:"):

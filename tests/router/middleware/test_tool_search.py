@@ -44,6 +44,8 @@ def test_chat_model_searches_and_calls_the_tool_routing_left_out(stream):
                                                                    tools=small_tools(), stream=True) as raw:
                 headers, body = raw.headers, raw.text()
             assert SEARCH not in body and "convert_currency" in body
+            comment = next(line for line in body.splitlines() if line.startswith(": toolsift-verdicts"))
+            assert json.loads(comment.split(" ", 2)[2])[0]["ok"] is True  # checked against the found tool
         else:
             raw = c.chat.completions.with_raw_response.create(model="m", messages=user(QUESTION), tools=small_tools())
             headers, call = raw.headers, raw.parse().choices[0].message.tool_calls[0]
@@ -55,7 +57,8 @@ def test_chat_model_searches_and_calls_the_tool_routing_left_out(stream):
         # the found tool is appended after everything sent before: the prompt cache survives
         assert appended(first, second, "chat")
         assert "convert_currency" in second["messages"][-1]["content"]  # the search's answer names it
-        assert "search=1" in headers["x-toolsift-route"]
+        # headers go out before a stream's rounds: they say the search was offered, the rounds later
+        assert f"search={0 if stream else 1}" in headers["x-toolsift-route"]
 
 
 def test_search_is_off_by_switch_and_rounds_are_bounded():
@@ -70,16 +73,27 @@ def test_search_is_off_by_switch_and_rounds_are_bounded():
         assert "search=2" in raw.headers["x-toolsift-route"] and "cannot" in raw.parse().choices[0].message.content
 
 
-def test_responses_and_messages_model_searches_too():
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_and_messages_model_searches_too(stream):
     with ScriptedUpstream(model()) as up, running(up.url, k=2, tool_search=True) as srv:
-        resp = client(srv).responses.create(model="m", input=QUESTION, tools=responses_tools())
+        c = client(srv)
+        if stream:
+            events = list(c.responses.create(model="m", input=QUESTION, tools=responses_tools(), stream=True))
+            assert not any(SEARCH in e.model_dump_json() for e in events)
+            resp = events[-1].response
+        else:
+            resp = c.responses.create(model="m", input=QUESTION, tools=responses_tools())
         assert resp.output[0].name == "convert_currency"
         first, second = up.api_requests("responses")
         assert names(first, "responses")[-1] == SEARCH and appended(first, second, "responses")
         assert second["input"][-1]["type"] == "function_call_output"
         a = anthropic.Anthropic(api_key="k", base_url=srv.url, max_retries=0)
-        msg = a.messages.create(model="m", max_tokens=64, tools=anthropic_tools(), messages=[
-            {"role": "user", "content": QUESTION}])
-        assert msg.content[0].name == "convert_currency" and msg.content[0].input == ARGS
+        ask = dict(model="m", max_tokens=64, tools=anthropic_tools(), messages=[{"role": "user", "content": QUESTION}])
+        if stream:
+            with a.messages.stream(**ask) as events:
+                msg = events.get_final_message()
+        else:
+            msg = a.messages.create(**ask)
+        assert [b.name for b in msg.content] == ["convert_currency"] and msg.content[0].input == ARGS
         first, second = up.api_requests("messages")
         assert names(first, "messages")[-1] == SEARCH and appended(first, second, "messages")
