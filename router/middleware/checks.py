@@ -180,6 +180,8 @@ class Exchange:
     conversation: tuple = ()    # the names of the conversation this request continues
     tools_in_effect: Any = None  # the conversation's full tool list: brought now, or remembered
     searches: int = 0            # tool-search rounds answered (router/middleware/search.py)
+    streaming: bool = False      # the caller streams this request (also when the body says nothing)
+    search_streams: bool = False  # the transport can answer searches in a stream (the proxy can; wrap() not)
     _body: dict | None = None
     _searching: bool = False
 
@@ -214,6 +216,8 @@ class Exchange:
         from .search import SEARCH_NAME, native_search_tool
 
         r = self.routed
+        if (self.streaming or self.request.get("stream")) and not self.search_streams:
+            return
         if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and r.status == "routed"
                 and r.checked and r.tools_out < r.tools_in and isinstance(self._body.get("tools"), list)):
             return

@@ -250,7 +250,7 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep,
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,
                           memory=self.memory.for_tenant(tenant.name if tenant is not None else None))
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import anthropic
+import openai
 import pytest
 
 from tests.router.middleware.test_proxy import client, running, user
@@ -97,3 +98,27 @@ def test_responses_and_messages_model_searches_too(stream):
         assert [b.name for b in msg.content] == ["convert_currency"] and msg.content[0].input == ARGS
         first, second = up.api_requests("messages")
         assert names(first, "messages")[-1] == SEARCH and appended(first, second, "messages")
+
+
+def test_wrapped_client_searches_when_not_streaming():
+    from router.middleware import wrap
+
+    with ScriptedUpstream(model()) as up:
+        c = wrap(openai.OpenAI(api_key="k", base_url=up.base_url, max_retries=0), k=2, method="bm25",
+                 tool_search=True)
+        resp = c.chat.completions.create(model="m", messages=user(QUESTION), tools=small_tools())
+        assert resp.choices[0].message.tool_calls[0].function.name == "convert_currency" and resp.toolsift.ok
+        assert "search=1" in resp.toolsift.route and len(up.chat_requests) == 2
+        # a stream through wrap() cannot take a search round back: no search tool is offered
+        list(c.chat.completions.create(model="m", messages=user(QUESTION), tools=small_tools(), stream=True))
+        assert SEARCH not in names(up.chat_requests[-1], "chat")
+
+
+def test_installed_proxy_switch(tmp_path):
+    from tests.router.middleware.test_conversations import serving
+
+    with ScriptedUpstream(model()) as up, serving("openai", up.base_url, tmp_path, "--tool-search", "on") as url:
+        c = openai.OpenAI(api_key="k", base_url=f"{url}/v1", max_retries=0)
+        resp = c.chat.completions.create(model="m", messages=user(QUESTION), tools=small_tools())
+        assert resp.choices[0].message.tool_calls[0].function.name == "convert_currency"
+        assert len(up.chat_requests) == 2 and names(up.chat_requests[0], "chat")[-1] == SEARCH
