@@ -291,6 +291,7 @@ DELEGATED = {
     "tuning": ("benchmarks.retrieval.tuning", "APIBench Recall@5 with the encoder tuned on labelled questions"),
     "proxy": ("benchmarks.serving.proxy_overhead", "Middleware/proxy overhead per request"),
     "routing": ("benchmarks.routing.features", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
+    "search": ("benchmarks.routing.search", "Routing and a tool search the model can call, side by side"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.
@@ -299,6 +300,9 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
     "bfcl": lambda r: (f"{r['correct']}/{r['entries']} correct; bfcl mode agrees on "
                        f"{r['official']['agreement']['bfcl']['agree']}/{r['official']['outputs']}"),
     "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
+    "search": lambda r: "; ".join(f"{n}: all gold {d['rows']['routing']['all_gold']:.1%} routing -> "
+                                  f"{d['rows']['routing + search']['all_gold']:.1%} with search"
+                                  for n, d in r["datasets"].items()),
 }
 
 

@@ -19,7 +19,7 @@ from .errors import CliError
 from .options import Db, Model
 
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
-TOOL_SEARCH_DEFAULT = "off"  # see docs/middleware.md, "A search the model can call"
+TOOL_SEARCH_DEFAULT = "on"  # measured: docs/middleware.md, "A search the model can call"
 
 
 def _options(upstream_default: Optional[str]):
@@ -85,7 +85,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool, tenants: Optional[Path] = None, adaptive_k: bool = False, on_abstain: str = "flag",
         usage_log: Optional[Path] = None, usage_log_content: bool = False,
-        tool_search: str = "off") -> None:
+        tool_search: str = TOOL_SEARCH_DEFAULT) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app

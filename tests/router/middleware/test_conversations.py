@@ -75,7 +75,7 @@ def test_thread_turn_without_tools_is_checked_against_the_remembered_list_per_te
                                                   "--tenants", str(tenants_file(tmp_path / "t.toml"))) as url:
         a = claude(url, KEY_A)
         first = a.messages.create(model="m", max_tokens=64, system=SYSTEM, tools=anthropic_tools(), messages=[FIRST])
-        assert len(up.api_requests("messages")[0]["tools"]) == 3
+        assert len(up.api_requests("messages")[0]["tools"]) == 3 + 1  # + the tool search (on by default)
         raw = a.messages.with_raw_response.create(model="m", max_tokens=64, system=SYSTEM,
                                                   messages=second_turn(first))
         assert raw.parse().content[0].name == "convert_currency"
