@@ -184,6 +184,7 @@ class Exchange:
     search_streams: bool = False  # the transport can answer searches in a stream (the proxy can; wrap() not)
     _body: dict | None = None
     _searching: bool = False
+    _held_search: bool = False
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
@@ -198,6 +199,9 @@ class Exchange:
         if known is not None:
             self.routed = self.rr.held(view, known, f"no tools in this request: checked against the {len(known)} "
                                        "tools remembered for this conversation")
+            # the upstream may hold the search tool toolsift offered on the first turn: answer it
+            # from the remembered list (which tools the upstream holds is unknown, so none is excluded)
+            self._searching = self._held_search = bool(getattr(self.rr, "tool_search", False))
         elif held and not view.get("tools"):
             self.routed = self.rr.held(view, None, f"{held}; calls not checked")
         elif unroutable:
@@ -246,7 +250,7 @@ class Exchange:
                 answers[call["id"]] = not_run_text()
                 continue
             query = query_of(call)
-            exclude = {tool_name(t) for t in self.routed.offered} | set(found_names)
+            exclude = set(found_names) | (set() if self._held_search else {tool_name(t) for t in self.routed.offered})
             names = self.rr.search(self.routed.original, query, exclude, SEARCH_RESULTS) if query else []
             found_names += names
             found = [self.routed.original[i] for i in self._positions(names)]
@@ -255,7 +259,8 @@ class Exchange:
             self.routed.offered.append(tool)
             self.routed.selected.append({"name": name, "reason": "searched"})
         self.routed.extra["search"] = self.searches
-        append = self.api.found_tools(self.request, self.routed, found_names)
+        append = (self.api.native_tools([self.routed.original[i] for i in self._positions(found_names)])
+                  if self._held_search else self.api.found_tools(self.request, self.routed, found_names))
         self._searching = not last
         self._body = self.api.search_turn(self._body, as_dict(response), calls, answers, append,
                                           SEARCH_NAME if last else None)

@@ -131,3 +131,21 @@ def test_responses_conversation_follow_up_with_only_a_function_call_output_reach
         # a turn without tools in the known conversation: checked against the 12 it brought before
         raw = c.responses.with_raw_response.create(model="m", conversation="conv_abba", input="now some Queen")
         assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True
+
+
+def test_thread_turn_without_tools_can_still_search(tmp_path):
+    """The thread's first turn carried toolsift's search tool; a later tool-less turn that calls it
+    is answered from the remembered list, and the client gets the model's call to the found tool."""
+    search = ("toolsift_search_tools", {"query": "convert an amount of money between currencies"})
+    script = [message(calls=[("get_weather", {"city": "Oslo"})]), message(calls=[search]), message(calls=[CURRENCY])]
+    with ScriptedUpstream(script) as up, serving("anthropic", up.url, tmp_path, "--on-hallucination", "reject") as url:
+        a = claude(url)
+        first = a.messages.create(model="m", max_tokens=64, system=SYSTEM, tools=anthropic_tools(), messages=[FIRST])
+        assert "toolsift_search_tools" in [t["name"] for t in up.api_requests("messages")[0]["tools"]]
+        raw = a.messages.with_raw_response.create(model="m", max_tokens=64, system=SYSTEM,
+                                                  messages=second_turn(first))
+        assert raw.parse().content[0].name == "convert_currency"
+        assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True
+        third = up.api_requests("messages")[2]
+        assert "convert_currency" in [t["name"] for t in third["tools"]]
+        assert third["messages"][-1]["content"][0]["type"] == "tool_result"
