@@ -135,6 +135,10 @@ class Api:
         """Chat Completions tools in this API's own shape."""
         return chat_tools
 
+    def to_chat_tools(self, tools: list[dict]) -> list[dict]:
+        """This API's tools in the Chat Completions shape."""
+        return tools
+
     def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
         """The caller's own tool objects named ``names``, in that order."""
         original = routed.original
@@ -183,6 +187,9 @@ class Exchange:
     streaming: bool = False      # the caller streams this request (also when the body says nothing)
     search_streams: bool = False  # the transport can answer searches in a stream (the proxy can; wrap() not)
     _body: dict | None = None
+    search_pool: dict | None = None  # the client's deferred tools, name -> its tool (deferred.py)
+    search_log: list = field(default_factory=list)  # (query, found names) per search answered
+    deferral: Any = None            # deferred.Deferral: the client's own tool search, answered here
     _searching: bool = False
     _held_search: bool = False
 
@@ -222,6 +229,11 @@ class Exchange:
         r = self.routed
         if (self.streaming or self.request.get("stream")) and not self.search_streams:
             return
+        if self.search_pool is not None:  # the client's own tool search (router/middleware/deferred.py)
+            self._body = dict(self._body, tools=[*(self._body.get("tools") or []), native_search_tool(self.api)])
+            self._searching = True
+            r.extra["search"] = 0
+            return
         if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and r.status == "routed"
                 and r.checked and r.tools_out < r.tools_in and isinstance(self._body.get("tools"), list)):
             return
@@ -238,11 +250,16 @@ class Exchange:
         return self._searching
 
     def _search_round(self, response: Any, calls: list[dict]) -> dict:
-        """Answer the model's search calls with the router, and the next body to send."""
+        """Answer the model's search calls with the router, and the next body to send. The tools
+        searched: the client's deferred tools (``search_pool``), else the request's tools not
+        offered (all of the remembered ones on a held turn)."""
         from .search import SEARCH_NAME, SEARCH_RESULTS, found_text, not_run_text, query_of
 
         self.searches += 1
         last = self.searches >= self.rr.max_searches
+        pool = self.api.to_chat_tools(list(self.search_pool.values())) if self.search_pool is not None \
+            else self.routed.original
+        have = pool.names if isinstance(pool, ToolList) else [tool_name(t) for t in pool]
         calls = [dict(c, id=c.get("id") or f"call_{i}") for i, c in enumerate(calls)]
         answers, found_names = {}, []
         for call in calls:
@@ -250,17 +267,23 @@ class Exchange:
                 answers[call["id"]] = not_run_text()
                 continue
             query = query_of(call)
-            exclude = set(found_names) | (set() if self._held_search else {tool_name(t) for t in self.routed.offered})
-            names = self.rr.search(self.routed.original, query, exclude, SEARCH_RESULTS) if query else []
+            exclude = set(found_names) | (set() if self._held_search or self.search_pool is not None
+                                          else {tool_name(t) for t in self.routed.offered})
+            names = self.rr.search(pool, query, exclude, SEARCH_RESULTS) if query else []
             found_names += names
-            found = [self.routed.original[i] for i in self._positions(names)]
-            answers[call["id"]] = found_text(query, found)
-        for name, tool in zip(found_names, [self.routed.original[i] for i in self._positions(found_names)]):
+            self.search_log.append((query, names))
+            answers[call["id"]] = found_text(query, [pool[have.index(n)] for n in names])
+        found = [pool[have.index(n)] for n in found_names]
+        for name, tool in zip(found_names, found):
             self.routed.offered.append(tool)
             self.routed.selected.append({"name": name, "reason": "searched"})
         self.routed.extra["search"] = self.searches
-        append = (self.api.native_tools([self.routed.original[i] for i in self._positions(found_names)])
-                  if self._held_search else self.api.found_tools(self.request, self.routed, found_names))
+        if self.search_pool is not None:
+            append = [self.search_pool[n] for n in found_names]
+        elif self._held_search:
+            append = self.api.native_tools(found)
+        else:
+            append = self.api.found_tools(self.request, self.routed, found_names)
         self._searching = not last
         self._body = self.api.search_turn(self._body, as_dict(response), calls, answers, append,
                                           SEARCH_NAME if last else None)

@@ -250,8 +250,16 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
+            deferral = None
+            if api is MESSAGES:  # Anthropic's tool search, answered by toolsift (router/middleware/deferred.py)
+                from .deferred import prepare
+
+                prepared = prepare(body)
+                if prepared is not None:
+                    body, deferral = prepared
             ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,
-                          memory=self.memory.for_tenant(tenant.name if tenant is not None else None))
+                          memory=self.memory.for_tenant(tenant.name if tenant is not None else None),
+                          search_pool=deferral.pool if deferral is not None else None, deferral=deferral)
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
@@ -332,8 +340,12 @@ class Proxy(StreamRelay):
                           "hallucinated_call", ex.api, headers=self.toolsift_headers(ex),
                           verdicts=[c.to_dict() for c in ex.checks])
         # the upstream's own bytes and headers: the proxy adds its headers and changes nothing else
-        return Response(last.content, status_code=200,
-                        headers={**response_headers(last.headers), **self.toolsift_headers(ex)})
+        # (but the client's own tool searches, put in front of a Messages answer: deferred.py)
+        content = ex.deferral.answer(data, ex.search_log) if ex.deferral is not None and ex.search_log else last.content
+        out = response_headers(last.headers)
+        if content is not last.content:
+            out = {k: v for k, v in out.items() if k.lower() != "content-length"}
+        return Response(content, status_code=200, headers={**out, **self.toolsift_headers(ex)})
 
     async def forward(self, request):
         """Any other path: forwarded unchanged (method, query, body, headers minus hop-by-hop)."""

@@ -184,6 +184,9 @@ class ResponsesApi(Api):
     def native_tools(self, chat_tools: list[dict]) -> list[dict]:
         return [{"type": "function", **t["function"]} for t in chat_tools]
 
+    def to_chat_tools(self, tools: list[dict]) -> list[dict]:
+        return [_chat_tool(t) for t in tools]
+
     def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
         by_name = {t.get("name"): t for t in request.get("tools") or [] if _is_function(t)}
         return [by_name[n] for n in names if n in by_name]

@@ -1,0 +1,111 @@
+"""Anthropic's tool search, for every model (issue 37, item 2): a Messages client that marks tools
+``defer_loading: true`` and adds a ``tool_search_tool_bm25_*`` / ``tool_search_tool_regex_*``
+server tool works unchanged through ``toolsift serve anthropic`` in front of a model that has
+never heard of deferral.
+
+What goes upstream: the tools not deferred, the deferred tools an earlier search already loaded
+(``tool_reference`` blocks in the conversation), and toolsift's own search tool
+(router/middleware/search.py) in place of the server tool; no ``defer_loading`` flag. The
+search runs over the deferred tools with toolsift's router. What comes back: the model's answer
+with, in front of it, one ``server_tool_use`` block (named after the client's search tool) and
+one ``tool_search_tool_result`` block holding ``tool_reference`` blocks per search, as
+Anthropic's API answers. On the next turn those blocks are taken out of the history sent
+upstream (a model that knows nothing of them would refuse them) and their tools stay loaded.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Deferral", "prepare"]
+
+_SEARCH_TYPES = ("tool_search_tool_bm25", "tool_search_tool_regex")
+_ids = itertools.count(1)
+
+
+def _is_search_tool(tool: Any) -> bool:
+    return isinstance(tool, dict) and str(tool.get("type", "")).startswith(_SEARCH_TYPES)
+
+
+def _is_custom(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("type", "custom") == "custom"
+
+
+def _undeferred(tool: dict) -> dict:
+    return {k: v for k, v in tool.items() if k != "defer_loading"}
+
+
+@dataclass
+class Deferral:
+    search_name: str                 # the client's search tool, as its answers must name it
+    pool: dict[str, dict]            # deferred tools not loaded yet: name -> tool (client's shape)
+
+    def answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
+        """The upstream's answer with the searches (``log``: query, found names) in front, in
+        Anthropic's blocks."""
+        blocks: list[dict] = []
+        for query, names in log:
+            use_id = f"srvtoolu_toolsift_{next(_ids)}"
+            blocks.append({"type": "server_tool_use", "id": use_id, "name": self.search_name, "input": {"query": query}})
+            blocks.append({"type": "tool_search_tool_result", "tool_use_id": use_id, "content": {
+                "type": "tool_search_tool_search_result",
+                "tool_references": [{"type": "tool_reference", "tool_name": n} for n in names]}})
+        return json.dumps(dict(data, content=[*blocks, *(data.get("content") or [])])).encode()
+
+
+def _references(content: Any) -> list[str]:
+    """Tool names of the ``tool_reference`` blocks anywhere in a content list."""
+    out: list[str] = []
+    if isinstance(content, dict):
+        if content.get("type") == "tool_reference" and isinstance(content.get("tool_name"), str):
+            out.append(content["tool_name"])
+        for value in content.values():
+            if isinstance(value, (list, dict)):
+                out += _references(value)
+    elif isinstance(content, list):
+        for item in content:
+            out += _references(item)
+    return out
+
+
+def _history(messages: Any, search_name: str) -> list[dict]:
+    """The conversation without the search blocks (a line of text says what was found)."""
+    out = []
+    for m in messages if isinstance(messages, list) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        kept = [b for b in content if not (isinstance(b, dict) and (
+            b.get("type") == "tool_search_tool_result" or (b.get("type") == "server_tool_use"
+                                                           and b.get("name") == search_name)))]
+        if len(kept) != len(content):
+            found = _references(content)
+            if found:
+                kept.insert(0, {"type": "text", "text": "(tools loaded by search: " + ", ".join(found) + ")"})
+        out.append(dict(m, content=kept or [{"type": "text", "text": "(tool search)"}]))
+    return out
+
+
+def prepare(body: Any) -> tuple[dict, Deferral] | None:
+    """The body to route and send upstream, and what the exchange needs to answer searches;
+    None when the request uses no tool search of Anthropic's."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    search = next((t for t in tools if _is_search_tool(t)), None) if isinstance(tools, list) else None
+    if search is None:
+        return None
+    loaded = set(_references(body.get("messages")))
+    pool, kept = {}, []
+    for t in tools:
+        if t is search:
+            continue
+        if _is_custom(t) and t.get("defer_loading") and t.get("name") not in loaded:
+            pool[t.get("name")] = _undeferred(t)
+        else:
+            kept.append(_undeferred(t) if isinstance(t, dict) else t)
+    sent = dict(body, messages=_history(body.get("messages"), search.get("name")), tools=kept)
+    if not kept:
+        sent.pop("tools")
+    return sent, Deferral(str(search.get("name") or search.get("type")), pool)
