@@ -1,4 +1,6 @@
-"""Anthropic's tool search, for every model (issue 37, item 2): a Messages client that marks tools
+"""The providers' tool searches, for every model (issue 37, item 2).
+
+Anthropic's: a Messages client that marks tools
 ``defer_loading: true`` and adds a ``tool_search_tool_bm25_*`` / ``tool_search_tool_regex_*``
 server tool works unchanged through ``toolsift serve anthropic`` in front of a model that has
 never heard of deferral.
@@ -11,6 +13,13 @@ with, in front of it, one ``server_tool_use`` block (named after the client's se
 one ``tool_search_tool_result`` block holding ``tool_reference`` blocks per search, as
 Anthropic's API answers. On the next turn those blocks are taken out of the history sent
 upstream (a model that knows nothing of them would refuse them) and their tools stay loaded.
+
+OpenAI's hosted ``tool_search`` (Responses: ``{"type": "tool_search"}``, ``execution`` "server"
+or absent, with ``defer_loading: true`` functions) works the same way through ``serve openai``:
+the answer's output starts with a ``tool_search_call`` and a ``tool_search_output`` item (the
+loaded tool definitions) per search, and ``tool_search_output`` items sent back load their tools.
+Not handled here (sent upstream as they came): client-executed tool search, and deferred
+functions inside a ``namespace``.
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Deferral", "prepare"]
+__all__ = ["Deferral", "prepare", "prepare_responses"]
 
 _SEARCH_TYPES = ("tool_search_tool_bm25", "tool_search_tool_regex")
 _ids = itertools.count(1)
@@ -41,10 +50,13 @@ def _undeferred(tool: dict) -> dict:
 class Deferral:
     search_name: str                 # the client's search tool, as its answers must name it
     pool: dict[str, dict]            # deferred tools not loaded yet: name -> tool (client's shape)
+    api: str = "messages"            # or "responses"
 
     def answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
         """The upstream's answer with the searches (``log``: query, found names) in front, in
-        Anthropic's blocks."""
+        the provider's own items."""
+        if self.api == "responses":
+            return self._responses_answer(data, log)
         blocks: list[dict] = []
         for query, names in log:
             use_id = f"srvtoolu_toolsift_{next(_ids)}"
@@ -53,6 +65,17 @@ class Deferral:
                 "type": "tool_search_tool_search_result",
                 "tool_references": [{"type": "tool_reference", "tool_name": n} for n in names]}})
         return json.dumps(dict(data, content=[*blocks, *(data.get("content") or [])])).encode()
+
+
+    def _responses_answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
+        items: list[dict] = []
+        for query, names in log:
+            n = next(_ids)
+            common = {"call_id": f"tsc_toolsift_{n}", "execution": "server", "status": "completed"}
+            items.append({"type": "tool_search_call", "id": f"tsc_{n}", "arguments": {"query": query}, **common})
+            items.append({"type": "tool_search_output", "id": f"tso_{n}", **common,
+                          "tools": [self.pool[name] for name in names if name in self.pool]})
+        return json.dumps(dict(data, output=[*items, *(data.get("output") or [])])).encode()
 
 
 def _references(content: Any) -> list[str]:
@@ -109,3 +132,34 @@ def prepare(body: Any) -> tuple[dict, Deferral] | None:
     if not kept:
         sent.pop("tools")
     return sent, Deferral(str(search.get("name") or search.get("type")), pool)
+
+
+def _is_hosted_search(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("type") == "tool_search" and tool.get("execution") != "client"
+
+
+def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
+    """As `prepare`, for OpenAI's hosted ``tool_search`` on the Responses API."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    search = next((t for t in tools if _is_hosted_search(t)), None) if isinstance(tools, list) else None
+    if search is None:
+        return None
+    given = body.get("input")
+    items = given if isinstance(given, list) else []
+    searched = [i for i in items if isinstance(i, dict) and i.get("type") in ("tool_search_call", "tool_search_output")]
+    loaded = {t.get("name") for i in searched if i.get("type") == "tool_search_output"
+              for t in i.get("tools") or [] if isinstance(t, dict)}
+    pool, kept = {}, []
+    for t in tools:
+        if t is search:
+            continue
+        if isinstance(t, dict) and t.get("type") == "function" and t.get("defer_loading") and t.get("name") not in loaded:
+            pool[t.get("name")] = _undeferred(t)
+        else:
+            kept.append(_undeferred(t) if isinstance(t, dict) and t.get("type") == "function" else t)
+    sent = dict(body, tools=kept)
+    if searched:
+        sent["input"] = [i for i in items if i not in searched]
+    if not kept:
+        sent.pop("tools")
+    return sent, Deferral("tool_search", pool, api="responses")

@@ -251,10 +251,10 @@ class Proxy(StreamRelay):
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
             deferral = None
-            if api is MESSAGES:  # Anthropic's tool search, answered by toolsift (router/middleware/deferred.py)
-                from .deferred import prepare
+            if api is not CHAT:  # the providers' tool searches, answered by toolsift (router/middleware/deferred.py)
+                from .deferred import prepare, prepare_responses
 
-                prepared = prepare(body)
+                prepared = prepare(body) if api is MESSAGES else prepare_responses(body)
                 if prepared is not None:
                     body, deferral = prepared
             ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,

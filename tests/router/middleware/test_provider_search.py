@@ -1,16 +1,17 @@
-"""Issue 37, item 2: a client written for Anthropic's tool search (``defer_loading`` tools and a
-``tool_search_tool_bm25`` server tool) runs unchanged through the installed `toolsift serve
-anthropic` in front of a scripted model that knows nothing of deferral: toolsift answers the
-search with its router and returns Anthropic's blocks (``server_tool_use``,
-``tool_search_tool_result`` with ``tool_reference``s)."""
+"""Issue 37, item 2: clients written for the providers' tool searches run unchanged through the
+installed proxy in front of a scripted model that knows nothing of deferral — Anthropic's
+(``defer_loading`` tools and a ``tool_search_tool_bm25`` server tool; ``server_tool_use`` +
+``tool_search_tool_result`` blocks back) and OpenAI's hosted Responses ``tool_search``
+(``tool_search_call`` + ``tool_search_output`` items back): toolsift answers the search with its router."""
 from __future__ import annotations
 
 import json
 
 import anthropic
+import openai
 
 from tests.router.middleware.test_conversations import serving
-from tests.router.middleware.test_proxy_apis import anthropic_tools
+from tests.router.middleware.test_proxy_apis import anthropic_tools, responses_tools
 from tests.support.scripted_apis import searching_model
 from tests.support.scripted_upstream import ScriptedUpstream
 
@@ -47,3 +48,28 @@ def test_anthropic_defer_loading_client_against_a_model_that_never_heard_of_it(t
         third = up.api_requests("messages")[2]
         assert "convert_currency" in [t["name"] for t in third["tools"]]
         assert "server_tool_use" not in json.dumps(third) and "tool_search_tool_result" not in json.dumps(third)
+
+
+def test_openai_hosted_tool_search_client_against_a_model_that_never_heard_of_it(tmp_path):
+    tools = [{"type": "tool_search"}, *(t if t["name"] == "get_weather" else dict(t, defer_loading=True)
+                                        for t in responses_tools())]
+    model = searching_model("convert_currency", ARGS, "convert money between currencies", "57 NOK", final="57 NOK.")
+    with ScriptedUpstream(model) as up, serving("openai", up.base_url, tmp_path, "--on-hallucination", "reject") as url:
+        c = openai.OpenAI(api_key="sk-client", base_url=f"{url}/v1", max_retries=0)
+        question = {"role": "user", "content": "How much is 5 euros in Norwegian kroner?"}
+        raw = c.responses.with_raw_response.create(model="m", input=[question], tools=tools)
+        resp = raw.parse()
+        assert [o.type for o in resp.output] == ["tool_search_call", "tool_search_output", "function_call"]
+        assert "convert_currency" in [t.name for t in resp.output[1].tools]
+        assert resp.output[2].name == "convert_currency" and json.loads(resp.output[2].arguments) == ARGS
+        assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True
+        first = up.api_requests("responses")[0]
+        assert "defer_loading" not in json.dumps(first) and '"tool_search"' not in json.dumps(first)
+        # the next turn sends the search items back: the found tool stays loaded, the items stay home
+        items = [question, *(o.model_dump(exclude_none=True) for o in resp.output),
+                 {"type": "function_call_output", "call_id": resp.output[2].call_id, "output": "57 NOK"}]
+        done = c.responses.create(model="m", input=items, tools=tools)
+        assert done.output_text == "57 NOK."
+        last = up.api_requests("responses")[-1]
+        assert "convert_currency" in [t["name"] for t in last["tools"]]
+        assert "tool_search_call" not in json.dumps(last["input"])
