@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any, Hashable, Iterable, Sequence
 
-from .request import as_dict, tool_set_key
+from .request import as_dict
 from .tool_cache import LRU
 
 __all__ = ["Conversations", "TenantConversations", "thread_key"]
@@ -103,8 +103,11 @@ class TenantConversations:
         tools = list(tools)
         if not tools:
             return
-        list_key = tool_set_key(tools)
-        if self._store._lists.peek(list_key) is None:
+        # keyed by the names, not the full JSON: every Messages request with tools passes here, and
+        # hashing a 2k-tool list's JSON costs milliseconds; the first list of a set of names is kept
+        names = "\x00".join(str((t.get("function") or {}).get("name")) for t in tools if isinstance(t, dict))
+        list_key = hashlib.blake2b(names.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+        if self._store._lists.get(list_key) is None:  # weighing a list (its JSON) is paid once per list
             self._store._lists.put(list_key, tools)
         for key in keys:
             self._store._tools.put(self._k(key), list_key)
