@@ -299,13 +299,14 @@ class RequestRouter:
 
     # -- internals
     def _loop_tools(self, tools: Sequence[dict], names: list[str]) -> set[str]:
-        """`policy.loop_tools`, remembered per tool list as sent (two regexes per tool: ~2 ms at 2k tools)."""
-        key = tools.key if isinstance(tools, ToolList) else None
-        found = self._loops.get(key) if key is not None else None
+        """`policy.loop_tools`, remembered per tool list (two regexes per tool: 16 ms at 2,211 tools):
+        by the list as sent, or, for the Responses / Messages views, by its names (0.3 ms to hash)."""
+        key = tools.key if isinstance(tools, ToolList) else \
+            hashlib.blake2b("\x00".join(names).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+        found = self._loops.get(key)
         if found is None:
             found = loop_tools(names, lambda i: _description(tools, i))
-            if key is not None:
-                self._loops.put(key, found)
+            self._loops.put(key, found)
         return found
 
     def _fit(self, keep: dict[int, dict], tools: Sequence[dict]) -> tuple[list[int], bool]:
