@@ -18,8 +18,10 @@ OpenAI's hosted ``tool_search`` (Responses: ``{"type": "tool_search"}``, ``execu
 or absent, with ``defer_loading: true`` functions) works the same way through ``serve openai``:
 the answer's output starts with a ``tool_search_call`` and a ``tool_search_output`` item (the
 loaded tool definitions) per search, and ``tool_search_output`` items sent back load their tools.
-Not handled here (sent upstream as they came): client-executed tool search, and deferred
-functions inside a ``namespace``.
+Client-executed (``execution: "client"``): the model gets a stand-in function tool, its calls go
+to the client as ``tool_search_call`` items, and the client's ``tool_search_output`` items go
+upstream as that tool's output, their tools loaded. Not handled (sent upstream as they came):
+deferred functions inside a ``namespace``.
 """
 from __future__ import annotations
 
@@ -51,10 +53,16 @@ class Deferral:
     search_name: str                 # the client's search tool, as its answers must name it
     pool: dict[str, dict]            # deferred tools not loaded yet: name -> tool (client's shape)
     api: str = "messages"            # or "responses"
+    client: bool = False             # Responses, execution "client": the client runs the search itself
 
-    def answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
+    def answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes | None:
         """The upstream's answer with the searches (``log``: query, found names) in front, in
-        the provider's own items."""
+        the provider's own items; with a client-executed search, the model's calls of it as
+        ``tool_search_call`` items. None when the answer is unchanged."""
+        if self.client:
+            return _client_calls(data)
+        if not log:
+            return None
         if self.api == "responses":
             return self._responses_answer(data, log)
         blocks: list[dict] = []
@@ -138,12 +146,55 @@ def _is_hosted_search(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "tool_search" and tool.get("execution") != "client"
 
 
+def _client_calls(data: dict) -> bytes | None:
+    """The model's calls of the stand-in search tool as client-executed ``tool_search_call`` items."""
+    from .search import SEARCH_NAME
+
+    output, changed = [], False
+    for item in data.get("output") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name") == SEARCH_NAME:
+            try:
+                args = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                args = {"query": item.get("arguments")}
+            item = {"type": "tool_search_call", "id": item.get("id") or f"tsc_{next(_ids)}", "call_id": item.get("call_id"),
+                    "arguments": args, "execution": "client", "status": "completed"}
+            changed = True
+        output.append(item)
+    return json.dumps(dict(data, output=output)).encode() if changed else None
+
+
+def _client_history(items: list) -> list:
+    """Client-executed search items as the stand-in tool's call and output (a model that knows
+    nothing of them reads an ordinary function call)."""
+    from .search import SEARCH_NAME, found_text
+
+    out = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "tool_search_call":
+            args = item.get("arguments")
+            out.append({"type": "function_call", "call_id": item.get("call_id"), "name": SEARCH_NAME,
+                        "arguments": args if isinstance(args, str) else json.dumps(args or {})})
+        elif kind == "tool_search_output":
+            tools = [{"function": t} for t in item.get("tools") or [] if isinstance(t, dict)]
+            out.append({"type": "function_call_output", "call_id": item.get("call_id"),
+                        "output": found_text("the search", tools)})
+        else:
+            out.append(item)
+    return out
+
+
 def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
-    """As `prepare`, for OpenAI's hosted ``tool_search`` on the Responses API."""
+    """As `prepare`, for OpenAI's ``tool_search`` on the Responses API: hosted (toolsift answers
+    the search) or client-executed (the client does; the model gets a stand-in function tool)."""
     tools = body.get("tools") if isinstance(body, dict) else None
-    search = next((t for t in tools if _is_hosted_search(t)), None) if isinstance(tools, list) else None
+    search = next((t for t in tools if isinstance(t, dict) and t.get("type") == "tool_search"), None) \
+        if isinstance(tools, list) else None
     if search is None:
         return None
+    if not _is_hosted_search(search):
+        return _prepare_client(body, tools, search)
     given = body.get("input")
     items = given if isinstance(given, list) else []
     searched = [i for i in items if isinstance(i, dict) and i.get("type") in ("tool_search_call", "tool_search_output")]
@@ -163,3 +214,25 @@ def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
     if not kept:
         sent.pop("tools")
     return sent, Deferral("tool_search", pool, api="responses")
+
+
+def _prepare_client(body: dict, tools: list, search: dict) -> tuple[dict, Deferral]:
+    from .search import SEARCH_NAME, chat_search_tool
+
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    loaded = {t.get("name") for i in items if isinstance(i, dict) and i.get("type") == "tool_search_output"
+              for t in i.get("tools") or [] if isinstance(t, dict)}
+    stand_in = {"type": "function", **chat_search_tool()["function"]}
+    if search.get("description"):
+        stand_in["description"] = search["description"]
+    if isinstance(search.get("parameters"), dict):
+        stand_in["parameters"] = search["parameters"]
+    kept = [_undeferred(t) if isinstance(t, dict) and t.get("type") == "function" else t for t in tools
+            if t is not search and not (isinstance(t, dict) and t.get("type") == "function"
+                                        and t.get("defer_loading") and t.get("name") not in loaded)]
+    given = [t for i in items if isinstance(i, dict) and i.get("type") == "tool_search_output"
+             for t in i.get("tools") or [] if isinstance(t, dict) and t.get("name") not in {k.get("name") for k in kept}]
+    sent = dict(body, tools=[*kept, *given, stand_in])
+    if items:
+        sent["input"] = _client_history(items)
+    return sent, Deferral(SEARCH_NAME, {}, api="responses", client=True)

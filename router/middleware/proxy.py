@@ -257,9 +257,12 @@ class Proxy(StreamRelay):
                 prepared = prepare(body) if api is MESSAGES else prepare_responses(body)
                 if prepared is not None:
                     body, deferral = prepared
+            if deferral is not None and deferral.client:  # the stand-in for the client's search is never cut
+                keep = (*keep, deferral.search_name)
             ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,
                           memory=self.memory.for_tenant(tenant.name if tenant is not None else None),
-                          search_pool=deferral.pool if deferral is not None else None, deferral=deferral)
+                          search_pool=deferral.pool if deferral is not None and not deferral.client else None,
+                          deferral=deferral)
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
@@ -341,7 +344,7 @@ class Proxy(StreamRelay):
                           verdicts=[c.to_dict() for c in ex.checks])
         # the upstream's own bytes and headers: the proxy adds its headers and changes nothing else
         # (but the client's own tool searches, put in front of a Messages answer: deferred.py)
-        content = ex.deferral.answer(data, ex.search_log) if ex.deferral is not None and ex.search_log else last.content
+        content = (ex.deferral.answer(data, ex.search_log) if ex.deferral is not None else None) or last.content
         out = response_headers(last.headers)
         if content is not last.content:
             out = {k: v for k, v in out.items() if k.lower() != "content-length"}

@@ -73,3 +73,31 @@ def test_openai_hosted_tool_search_client_against_a_model_that_never_heard_of_it
         last = up.api_requests("responses")[-1]
         assert "convert_currency" in [t["name"] for t in last["tools"]]
         assert "tool_search_call" not in json.dumps(last["input"])
+
+
+def test_openai_client_executed_tool_search_against_a_model_that_never_heard_of_it(tmp_path):
+    finder = {"type": "tool_search", "execution": "client", "description": "Find more tools by what they do.",
+              "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+    deferred = [dict(t, defer_loading=True) for t in responses_tools() if t["name"] != "get_weather"]
+    tools = [finder, *(t for t in responses_tools() if t["name"] == "get_weather"), *deferred]
+    model = searching_model("convert_currency", ARGS, "convert money between currencies", "57 NOK")
+    with ScriptedUpstream(model) as up, serving("openai", up.base_url, tmp_path, "--on-hallucination", "reject") as url:
+        c = openai.OpenAI(api_key="sk-client", base_url=f"{url}/v1", max_retries=0)
+        question = {"role": "user", "content": "How much is 5 euros in Norwegian kroner?"}
+        resp = c.responses.create(model="m", input=[question], tools=tools)
+        call = resp.output[0]
+        assert call.type == "tool_search_call" and call.execution == "client"
+        assert call.arguments == {"query": "convert money between currencies"}
+        first = up.api_requests("responses")[0]
+        assert "defer_loading" not in json.dumps(first) and '"tool_search"' not in json.dumps(first)
+        # the client runs its own search and answers with the tools it found
+        found = {"type": "tool_search_output", "call_id": call.call_id, "execution": "client", "status": "completed",
+                 "tools": [next(t for t in responses_tools() if t["name"] == "convert_currency")]}
+        raw = c.responses.with_raw_response.create(model="m", tools=tools, input=[
+            question, call.model_dump(exclude_none=True), found])
+        resp = raw.parse()
+        assert resp.output[0].type == "function_call" and resp.output[0].name == "convert_currency"
+        assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True
+        second = up.api_requests("responses")[1]
+        assert [i["type"] for i in second["input"][1:]] == ["function_call", "function_call_output"]
+        assert "convert_currency" in [t["name"] for t in second["tools"]]
