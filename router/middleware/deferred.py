@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Deferral", "prepare", "prepare_responses"]
+__all__ = ["Deferral", "for_request", "prepare", "prepare_responses"]
 
 _SEARCH_TYPES = ("tool_search_tool_bm25", "tool_search_tool_regex")
 _ids = itertools.count(1)
@@ -236,3 +236,13 @@ def _prepare_client(body: dict, tools: list, search: dict) -> tuple[dict, Deferr
     if items:
         sent["input"] = _client_history(items)
     return sent, Deferral(SEARCH_NAME, {}, api="responses", client=True)
+
+
+def for_request(api: str, body: Any, keep: tuple[str, ...]) -> tuple[Any, Deferral | None, tuple[str, ...]]:
+    """(body to route, the request's tool search or None, tool names to keep) for one request of
+    ``api`` ("chat", "responses", "messages"); the stand-in for a client's search is never cut."""
+    prepared = prepare(body) if api == "messages" else prepare_responses(body) if api == "responses" else None
+    if prepared is None:
+        return body, None, keep
+    body, deferral = prepared
+    return body, deferral, (*keep, deferral.search_name) if deferral.client else keep

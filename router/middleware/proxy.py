@@ -48,6 +48,7 @@ from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
 from .conversations import Conversations
+from .deferred import for_request
 from .responses import RESPONSES
 from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
@@ -250,15 +251,7 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            deferral = None
-            if api is not CHAT:  # the providers' tool searches, answered by toolsift (router/middleware/deferred.py)
-                from .deferred import prepare, prepare_responses
-
-                prepared = prepare(body) if api is MESSAGES else prepare_responses(body)
-                if prepared is not None:
-                    body, deferral = prepared
-            if deferral is not None and deferral.client:  # the stand-in for the client's search is never cut
-                keep = (*keep, deferral.search_name)
+            body, deferral, keep = for_request(api.name, body, keep)  # the providers' tool searches
             ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,
                           memory=self.memory.for_tenant(tenant.name if tenant is not None else None),
                           search_pool=deferral.pool if deferral is not None and not deferral.client else None,
