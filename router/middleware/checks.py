@@ -289,11 +289,6 @@ class Exchange:
                                           SEARCH_NAME if last else None)
         return self._body
 
-    def _positions(self, names: list[str]) -> list[int]:
-        original = self.routed.original
-        have = original.names if isinstance(original, ToolList) else [tool_name(t) for t in original]
-        return [have.index(n) for n in names]
-
     def remember(self, response: Any) -> None:
         """After the answer: what a later request of this conversation needs (Responses: the
         conversation under the answer's id)."""
