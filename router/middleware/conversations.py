@@ -51,6 +51,7 @@ class Conversations:
         self._messages = LRU(max_entries, max_chars, weigh=_weight)
         self._tools = LRU(max_entries * 4, float("inf"), weigh=lambda _: 0)  # (tenant, key) -> list key
         self._lists = LRU(max_lists, max_list_chars, weigh=_weight)          # list key -> tools (one copy)
+        self._loaded = LRU(max_entries, max_chars, weigh=_weight)            # (tenant, response) -> loaded names
 
     def for_tenant(self, tenant: str | None) -> "TenantConversations":
         return TenantConversations(self, tenant or "")
@@ -97,6 +98,16 @@ class TenantConversations:
                 self._store._messages.put(self._k(key), messages)
         if tools:
             self.remember_tools(names, tools)
+
+    # -- tools loaded by the providers' tool searches (router/middleware/deferred.py)
+    def loaded(self, response_id: Any) -> list[str]:
+        """Tool names the searches of a conversation loaded, up to this response."""
+        hit = self._store._loaded.get(self._k(("response", response_id))) if isinstance(response_id, str) else None
+        return list(hit or [])
+
+    def remember_loaded(self, response_id: Any, names: Iterable[str]) -> None:
+        if isinstance(response_id, str):
+            self._store._loaded.put(self._k(("response", response_id)), sorted(set(names)))
 
     # -- tool lists (what a tool-less turn is checked against)
     def remember_tools(self, keys: Iterable[Key], tools: Sequence[dict]) -> None:

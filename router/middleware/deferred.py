@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 __all__ = ["Deferral", "for_request", "prepare", "prepare_responses"]
 
@@ -54,6 +54,7 @@ class Deferral:
     pool: dict[str, dict]            # deferred tools not loaded yet: name -> tool (client's shape)
     api: str = "messages"            # or "responses"
     client: bool = False             # Responses, execution "client": the client runs the search itself
+    loaded: tuple[str, ...] = ()     # deferred tools earlier searches loaded (sent upstream undeferred)
 
     def answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes | None:
         """The upstream's answer with the searches (``log``: query, found names) in front, in
@@ -185,7 +186,7 @@ def _client_history(items: list) -> list:
     return out
 
 
-def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
+def prepare_responses(body: Any, earlier: Iterable[str] = ()) -> tuple[dict, Deferral] | None:
     """As `prepare`, for OpenAI's ``tool_search`` on the Responses API: hosted (toolsift answers
     the search) or client-executed (the client does; the model gets a stand-in function tool)."""
     tools = body.get("tools") if isinstance(body, dict) else None
@@ -194,12 +195,12 @@ def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
     if search is None:
         return None
     if not _is_hosted_search(search):
-        return _prepare_client(body, tools, search)
+        return _prepare_client(body, tools, search, earlier)
     given = body.get("input")
     items = given if isinstance(given, list) else []
     searched = [i for i in items if isinstance(i, dict) and i.get("type") in ("tool_search_call", "tool_search_output")]
     loaded = {t.get("name") for i in searched if i.get("type") == "tool_search_output"
-              for t in i.get("tools") or [] if isinstance(t, dict)}
+              for t in i.get("tools") or [] if isinstance(t, dict)} | set(earlier)
     pool, kept = {}, []
     for t in tools:
         if t is search:
@@ -213,15 +214,15 @@ def prepare_responses(body: Any) -> tuple[dict, Deferral] | None:
         sent["input"] = [i for i in items if i not in searched]
     if not kept:
         sent.pop("tools")
-    return sent, Deferral("tool_search", pool, api="responses")
+    return sent, Deferral("tool_search", pool, api="responses", loaded=tuple(sorted(n for n in loaded if n)))
 
 
-def _prepare_client(body: dict, tools: list, search: dict) -> tuple[dict, Deferral]:
+def _prepare_client(body: dict, tools: list, search: dict, earlier: Iterable[str] = ()) -> tuple[dict, Deferral]:
     from .search import SEARCH_NAME, chat_search_tool
 
     items = body.get("input") if isinstance(body.get("input"), list) else []
     loaded = {t.get("name") for i in items if isinstance(i, dict) and i.get("type") == "tool_search_output"
-              for t in i.get("tools") or [] if isinstance(t, dict)}
+              for t in i.get("tools") or [] if isinstance(t, dict)} | set(earlier)
     stand_in = {"type": "function", **chat_search_tool()["function"]}
     if search.get("description"):
         stand_in["description"] = search["description"]
@@ -235,13 +236,17 @@ def _prepare_client(body: dict, tools: list, search: dict) -> tuple[dict, Deferr
     sent = dict(body, tools=[*kept, *given, stand_in])
     if items:
         sent["input"] = _client_history(items)
-    return sent, Deferral(SEARCH_NAME, {}, api="responses", client=True)
+    return sent, Deferral(SEARCH_NAME, {}, api="responses", client=True, loaded=tuple(sorted(n for n in loaded if n)))
 
 
-def for_request(api: str, body: Any, keep: tuple[str, ...]) -> tuple[Any, Deferral | None, tuple[str, ...]]:
+def for_request(api: str, body: Any, keep: tuple[str, ...],
+                earlier: Iterable[str] = ()) -> tuple[Any, Deferral | None, tuple[str, ...]]:
     """(body to route, the request's tool search or None, tool names to keep) for one request of
-    ``api`` ("chat", "responses", "messages"); the stand-in for a client's search is never cut."""
-    prepared = prepare(body) if api == "messages" else prepare_responses(body) if api == "responses" else None
+    ``api`` ("chat", "responses", "messages"); the stand-in for a client's search is never cut.
+    ``earlier``: tools loaded by searches of the previous response (the Responses API's
+    ``previous_response_id`` does not send those items again)."""
+    prepared = prepare(body) if api == "messages" else prepare_responses(body, earlier) if api == "responses" \
+        else None
     if prepared is None:
         return body, None, keep
     body, deferral = prepared

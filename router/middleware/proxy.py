@@ -251,9 +251,10 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            body, deferral, keep = for_request(api.name, body, keep)  # the providers' tool searches
-            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True,
-                          memory=self.memory.for_tenant(tenant.name if tenant is not None else None),
+            memory = self.memory.for_tenant(tenant.name if tenant is not None else None)
+            earlier = memory.loaded(body.get("previous_response_id")) if api is RESPONSES else []
+            body, deferral, keep = for_request(api.name, body, keep, earlier)  # the providers' tool searches
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True, memory=memory,
                           search_pool=deferral.pool if deferral is not None and not deferral.client else None,
                           deferral=deferral)
             try:
@@ -338,6 +339,9 @@ class Proxy(StreamRelay):
         # the upstream's own bytes and headers: the proxy adds its headers and changes nothing else
         # (but the client's own tool searches, put in front of a Messages answer: deferred.py)
         content = (ex.deferral.answer(data, ex.search_log) if ex.deferral is not None else None) or last.content
+        if ex.deferral is not None and ex.api is RESPONSES:  # a follow-up by previous_response_id keeps them
+            ex.memory.remember_loaded(data.get("id"), [*ex.deferral.loaded, *(n for _, names in ex.search_log
+                                                                                 for n in names)])
         out = response_headers(last.headers)
         if content is not last.content:
             out = {k: v for k, v in out.items() if k.lower() != "content-length"}

@@ -12,7 +12,7 @@ import openai
 
 from tests.router.middleware.test_conversations import serving
 from tests.router.middleware.test_proxy_apis import anthropic_tools, responses_tools
-from tests.support.scripted_apis import searching_model
+from tests.support.scripted_apis import response, searching_model
 from tests.support.scripted_upstream import ScriptedUpstream
 
 ARGS = {"amount": 5, "from_currency": "EUR", "to_currency": "NOK"}
@@ -101,3 +101,19 @@ def test_openai_client_executed_tool_search_against_a_model_that_never_heard_of_
         second = up.api_requests("responses")[1]
         assert [i["type"] for i in second["input"][1:]] == ["function_call", "function_call_output"]
         assert "convert_currency" in [t["name"] for t in second["tools"]]
+
+
+def test_openai_hosted_tool_search_follow_up_by_previous_response_id_keeps_the_found_tool(tmp_path):
+    """previous_response_id does not send the search items again: the proxy remembers what they loaded."""
+    tools = [{"type": "tool_search"}, *(t if t["name"] == "get_weather" else dict(t, defer_loading=True)
+                                        for t in responses_tools())]
+    model = searching_model("convert_currency", ARGS, "convert money between currencies", "57 NOK", final="57 NOK.")
+    with ScriptedUpstream(model) as up, serving("openai", up.base_url, tmp_path, "--on-hallucination", "reject") as url:
+        c = openai.OpenAI(api_key="sk-client", base_url=f"{url}/v1", max_retries=0)
+        first = c.responses.create(model="m", input="How much is 5 euros in Norwegian kroner?", tools=tools)
+        call = first.output[-1]
+        up.set_script([response(calls=[("convert_currency", ARGS)])])  # the model calls it again
+        raw = c.responses.with_raw_response.create(model="m", previous_response_id=first.id, tools=tools, input=[
+            {"type": "function_call_output", "call_id": call.call_id, "output": "57 NOK"}])
+        assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True  # not a 422
+        assert "convert_currency" in [t["name"] for t in up.api_requests("responses")[-1]["tools"]]
