@@ -316,6 +316,7 @@ DELEGATED = {
     "proxy": ("benchmarks.serving.proxy_overhead", "Middleware/proxy overhead per request"),
     "routing": ("benchmarks.routing.features", "Multi-tool sets, adaptive k, abstention, exact names, learning from use"),
     "language": ("benchmarks.retrieval.language", "How often the request-language check flags real queries"),
+    "search": ("benchmarks.routing.search", "Routing and a tool search the model can call, side by side"),
 }
 FOLDERS = {"router": "router_targets"}  # results folder when it is not the command's name
 # One line about a finished run, for the commands that take only --out and --quick.
@@ -325,6 +326,9 @@ SUMMARIES: dict[str, Callable[[dict], str]] = {
                        f"{r['official']['agreement']['bfcl']['agree']}/{r['official']['outputs']}"),
     "language": lambda r: __import__("benchmarks.retrieval.language", fromlist=["summary"]).summary(r),
     "tuning": lambda r: ", ".join(f"{x['hub']} hybrid {x['hybrid']:.3f} -> {x['hybrid_tuned']:.3f}" for x in r["rows"]),
+    "search": lambda r: "; ".join(f"{n}: all gold {d['rows']['routing']['all_gold']:.1%} routing -> "
+                                  f"{d['rows']['routing + search']['all_gold']:.1%} with search"
+                                  for n, d in r["datasets"].items()),
 }
 
 

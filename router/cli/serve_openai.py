@@ -19,6 +19,7 @@ from .errors import CliError
 from .options import Db, Model
 
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
+TOOL_SEARCH_DEFAULT = "on"  # measured: docs/middleware.md, "A search the model can call"
 
 
 def _options(upstream_default: Optional[str]):
@@ -63,6 +64,9 @@ def _options(upstream_default: Optional[str]):
                                                  "--from-log` (off by default)."),
         usage_log_content: bool = typer.Option(False, "--usage-log-content", help="With --usage-log: also record "
                                                "the routing query text (needed to train on the log)."),
+        tool_search: str = typer.Option(TOOL_SEARCH_DEFAULT, "--tool-search",
+                                        help="on: when routing leaves tools out, offer the model a search over them "
+                                             "(toolsift answers it; docs/middleware.md); off: a cut is final."),
         model: Model = None,
         _config: Optional[Path] = config_option("anthropic" if upstream_default else "openai"),
     ) -> None:
@@ -70,7 +74,8 @@ def _options(upstream_default: Optional[str]):
             max_repairs=max_repairs, pinned=pinned, token_budget=token_budget, method=method, api_key=api_key,
             log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, max_request_tools=max_request_tools,
             inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default), tenants=tenants,
-            adaptive_k=adaptive_k, on_abstain=on_abstain, usage_log=usage_log, usage_log_content=usage_log_content)
+            adaptive_k=adaptive_k, on_abstain=on_abstain, usage_log=usage_log, usage_log_content=usage_log_content,
+            tool_search=tool_search)
 
     return command
 
@@ -79,7 +84,8 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         pinned: list[str], token_budget: Optional[int], method: str, api_key: Optional[str], log_content: bool,
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool, tenants: Optional[Path] = None, adaptive_k: bool = False, on_abstain: str = "flag",
-        usage_log: Optional[Path] = None, usage_log_content: bool = False) -> None:
+        usage_log: Optional[Path] = None, usage_log_content: bool = False,
+        tool_search: str = TOOL_SEARCH_DEFAULT) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
@@ -101,6 +107,8 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
 
     if on_abstain not in ON_ABSTAIN:
         raise CliError(f"--on-abstain must be flag or strip, got {on_abstain!r}")
+    if tool_search not in ("on", "off"):
+        raise CliError(f"--tool-search must be on or off, got {tool_search!r}")
     if usage_log_content and usage_log is None:
         raise CliError("--usage-log-content needs --usage-log FILE")
     log = None
@@ -143,7 +151,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         _warm_up(router, method, model)
         return RequestRouter(router, k=k, pinned=tuple(pinned), token_budget=token_budget, method=method,
                              model=model, inject=inject_catalog, max_request_tools=max_request_tools,
-                             adaptive=adaptive_k, on_abstain=on_abstain)
+                             adaptive=adaptive_k, on_abstain=on_abstain, tool_search=tool_search == "on")
 
     app = create_app(upstream, k=k, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                      log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, loader=load,

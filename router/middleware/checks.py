@@ -50,7 +50,10 @@ class CallCheck:
 
 
 def check_calls_of(calls: list[tuple[int, list[dict]]], routed: RoutedRequest) -> list[CallCheck]:
-    """A verdict per (choice, Chat Completions tool calls) against the tools offered."""
+    """A verdict per (choice, Chat Completions tool calls) against the tools offered; none when
+    the tools are held upstream and unknown here (never a judgement against zero tools)."""
+    if not routed.checked:
+        return []
     return [CallCheck(choice, check_calls(c, functions=routed.offered)) for choice, c in calls if c]
 
 
@@ -87,6 +90,10 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
 
 
 UNROUTABLE = "_toolsift_unroutable"  # set by an Api's view() when it cannot see enough to rank: why
+# set by an Api's view(): the names of the conversation the request continues (router/middleware/
+# conversations.py), and, for a request without tools, why the upstream may hold its tool list
+CONVERSATION = "_toolsift_conversation"
+HELD = "_toolsift_held"
 
 
 class Api:
@@ -123,6 +130,33 @@ class Api:
     def stream(self) -> "StreamAssembler":
         return StreamAssembler()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        """Chat Completions tools in this API's own shape."""
+        return chat_tools
+
+    def to_chat_tools(self, tools: list[dict]) -> list[dict]:
+        """This API's tools in the Chat Completions shape."""
+        return tools
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        """The caller's own tool objects named ``names``, in that order."""
+        original = routed.original
+        have = original.names if isinstance(original, ToolList) else [tool_name(t) for t in original]
+        return [original[have.index(n)] for n in names if n in have]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        """The next body after a search: the answer and one result per call appended, ``append``
+        added after the tools sent, and the tool named ``drop`` left out (the last round)."""
+        choice = next(ch for ch in response["choices"] if ch.get("index", 0) == 0)
+        turn = [{"role": "assistant", "content": choice["message"].get("content"), "tool_calls": calls},
+                *({"role": "tool", "tool_call_id": c["id"], "content": answers[c["id"]]} for c in calls)]
+        tools = [t for t in sent.get("tools") or [] if tool_name(t) != drop] + append
+        body = dict(sent, messages=[*sent["messages"], *turn], tools=tools)
+        body.pop("n", None)
+        return body
+
 
 CHAT = Api()
 
@@ -146,17 +180,120 @@ class Exchange:
     upstream_ms: float = 0.0  # time spent waiting for the model (the transport adds it up)
     api: Api = CHAT
     keep: tuple[str, ...] = ()  # tool names the request itself marks as needed
-    memory: Any = None          # what the transport remembers of earlier answers (Responses API)
+    memory: Any = None          # one tenant's remembered conversations (conversations.TenantConversations)
+    conversation: tuple = ()    # the names of the conversation this request continues
+    tools_in_effect: Any = None  # the conversation's full tool list: brought now, or remembered
+    searches: int = 0            # tool-search rounds answered (router/middleware/search.py)
+    streaming: bool = False      # the caller streams this request (also when the body says nothing)
+    search_streams: bool = False  # the transport can answer searches in a stream (the proxy can; wrap() not)
     _body: dict | None = None
+    search_pool: dict | None = None  # the client's deferred tools, name -> its tool (deferred.py)
+    search_log: list = field(default_factory=list)  # (query, found names) per search answered
+    deferral: Any = None            # deferred.Deferral: the client's own tool search, answered here
+    _searching: bool = False
+    _held_search: bool = False
 
     def start(self) -> dict:
         check_mode(self.mode, MODES)
         view = self.api.view(self.request, self.memory)
-        unroutable = view.pop(UNROUTABLE, None) if isinstance(view, dict) else None
-        self.routed = (self.rr.pass_through(view, unroutable) if unroutable
-                       else self.rr.route(view, keep=self.keep))
+        if not isinstance(view, dict):
+            raise RequestError(f"request body must be a JSON object, got {type(view).__name__}")
+        unroutable = view.pop(UNROUTABLE, None)
+        self.conversation = tuple(view.pop(CONVERSATION, None) or ())
+        held = view.pop(HELD, None)
+        known = self.memory.tools(self.conversation) if (
+            self.memory is not None and self.conversation and not view.get("tools")) else None
+        if known is not None:
+            self.routed = self.rr.held(view, known, f"no tools in this request: checked against the {len(known)} "
+                                       "tools remembered for this conversation")
+            # the upstream may hold the search tool toolsift offered on the first turn: answer it
+            # from the remembered list (which tools the upstream holds is unknown, so none is excluded)
+            self._searching = self._held_search = bool(getattr(self.rr, "tool_search", False))
+        elif held and not view.get("tools"):
+            self.routed = self.rr.held(view, None, f"{held}; calls not checked")
+        elif unroutable:
+            self.routed = self.rr.pass_through(view, unroutable)
+        else:
+            self.routed = self.rr.route(view, keep=self.keep)
+        self.tools_in_effect = known if known is not None else (view.get("tools") or None)
+        if self.memory is not None and self.conversation and known is None and self.tools_in_effect:
+            self.memory.remember_tools(self.conversation, self.tools_in_effect)
         self._body = self.api.apply(self.request, self.routed)
+        self._offer_search()
         return self._body
+
+    def _offer_search(self) -> None:
+        """Add the search tool when routing left tools out (and the request has no tool of that name)."""
+        from .search import SEARCH_NAME, native_search_tool
+
+        r = self.routed
+        if (self.streaming or self.request.get("stream")) and not self.search_streams:
+            return
+        if self.search_pool is not None:  # the client's own tool search (router/middleware/deferred.py)
+            self._body = dict(self._body, tools=[*(self._body.get("tools") or []), native_search_tool(self.api)])
+            self._searching = True
+            r.extra["search"] = 0
+            return
+        if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and r.status == "routed"
+                and r.checked and r.tools_out < r.tools_in and isinstance(self._body.get("tools"), list)):
+            return
+        names = r.original.names if isinstance(r.original, ToolList) else [tool_name(t) for t in r.original]
+        if SEARCH_NAME in names:
+            return
+        self._body = dict(self._body, tools=[*self._body["tools"], native_search_tool(self.api)])
+        self._searching = True
+        r.extra["search"] = 0
+
+    @property
+    def searching(self) -> bool:
+        """Whether the search tool is offered in the body being sent."""
+        return self._searching
+
+    def _search_round(self, response: Any, calls: list[dict]) -> dict:
+        """Answer the model's search calls with the router, and the next body to send. The tools
+        searched: the client's deferred tools (``search_pool``), else the request's tools not
+        offered (all of the remembered ones on a held turn)."""
+        from .search import SEARCH_NAME, SEARCH_RESULTS, found_text, not_run_text, query_of
+
+        self.searches += 1
+        last = self.searches >= self.rr.max_searches
+        pool = self.api.to_chat_tools(list(self.search_pool.values())) if self.search_pool is not None \
+            else self.routed.original
+        have = pool.names if isinstance(pool, ToolList) else [tool_name(t) for t in pool]
+        calls = [dict(c, id=c.get("id") or f"call_{i}") for i, c in enumerate(calls)]
+        answers, found_names = {}, []
+        for call in calls:
+            if tool_name(call) != SEARCH_NAME:
+                answers[call["id"]] = not_run_text()
+                continue
+            query = query_of(call)
+            exclude = set(found_names) | (set() if self._held_search or self.search_pool is not None
+                                          else {tool_name(t) for t in self.routed.offered})
+            names = self.rr.search(pool, query, exclude, SEARCH_RESULTS) if query else []
+            found_names += names
+            self.search_log.append((query, names))
+            answers[call["id"]] = found_text(query, [pool[have.index(n)] for n in names])
+        found = [pool[have.index(n)] for n in found_names]
+        for name, tool in zip(found_names, found):
+            self.routed.offered.append(tool)
+            self.routed.selected.append({"name": name, "reason": "searched"})
+        self.routed.extra["search"] = self.searches
+        if self.search_pool is not None:
+            append = [self.search_pool[n] for n in found_names]
+        elif self._held_search:
+            append = self.api.native_tools(found)
+        else:
+            append = self.api.found_tools(self.request, self.routed, found_names)
+        self._searching = not last
+        self._body = self.api.search_turn(self._body, as_dict(response), calls, answers, append,
+                                          SEARCH_NAME if last else None)
+        return self._body
+
+    def remember(self, response: Any) -> None:
+        """After the answer: what a later request of this conversation needs (Responses: the
+        conversation under the answer's id)."""
+        if self.memory is not None and self.api.name == "responses":
+            self.memory.remember(self.routed.body, response, self.conversation, self.tools_in_effect)
 
     @property
     def failed(self) -> bool:
@@ -166,6 +303,12 @@ class Exchange:
         """Take an answer; return the next body to send, or None when done."""
         self.response = response
         calls = self.api.calls(response)
+        if self._searching:
+            from .search import SEARCH_NAME
+
+            first = next((c for i, c in calls if i == 0), None)
+            if first and any(tool_name(c) == SEARCH_NAME for c in first):
+                return self._search_round(response, first)
         self.checks = check_calls_of(calls, self.routed)
         if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
             return None
@@ -224,6 +367,19 @@ class StreamAssembler:
                 self.feed(json.loads(line[5:]))
             except ValueError:
                 pass  # not ours to judge; the client sees it as sent
+
+    def decision(self, search: str) -> str | None:
+        """"search" once the first choice starts with a call to ``search``, "commit" once it starts
+        with text or another call, None while nothing tells yet (router/middleware/search.py)."""
+        msg = self.choices.get(0)
+        if msg is None:
+            return None
+        if msg["content"]:
+            return "commit"
+        if msg["calls"]:
+            name = msg["calls"][min(msg["calls"])]["function"]["name"]
+            return ("search" if name == search else "commit") if name else None
+        return None
 
     def is_end(self, line: str) -> bool:
         """The line before which the verdict comment goes (clients stop reading after it)."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checks import Api, CallCheck, repair_turn
+from .checks import CONVERSATION, HELD, Api, CallCheck, repair_turn
+from .conversations import thread_key
 from .request import RoutedRequest, as_dict, without_tools
 
 
@@ -105,8 +106,16 @@ class MessagesApi(Api):
             system = " ".join(b.get("text", "") for b in system if isinstance(b, dict))
         if isinstance(system, str) and system.strip():
             messages.append({"role": "system", "content": system})
-        messages += to_messages(body.get("messages"))
+        turns = to_messages(body.get("messages"))
+        messages += turns
         view: dict = {"messages": messages}
+        # a thread: named by its system prompt and first user turn (the SDK's thread mode sends
+        # tools on the first turn only, router/middleware/conversations.py)
+        thread = thread_key(system, turns)
+        if thread is not None:
+            view[CONVERSATION] = [thread]
+        if any(m.get("tool_calls") for m in turns):
+            view[HELD] = "no tools in a conversation that already called tools: the upstream holds them"
         tools = body.get("tools")
         if isinstance(tools, list):
             view["tools"] = [_chat_tool(t) for t in tools if _is_custom(t)]
@@ -148,6 +157,25 @@ class MessagesApi(Api):
     def stream(self) -> "MessagesStream":
         return MessagesStream()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        return [_native_tool(t) for t in chat_tools]
+
+    def to_chat_tools(self, tools: list[dict]) -> list[dict]:
+        return [_chat_tool(t) for t in tools]
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        by_name = {t.get("name"): t for t in request.get("tools") or [] if _is_custom(t)}
+        return [by_name[n] for n in names if n in by_name]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        results = [{"type": "tool_result", "tool_use_id": c["id"], "content": answers[c["id"]]} for c in calls]
+        tools = [t for t in sent.get("tools") or [] if not (_is_custom(t) and t.get("name") == drop)] + append
+        return dict(sent, tools=tools, messages=[*sent.get("messages", []),
+                                                 {"role": "assistant", "content": response.get("content") or []},
+                                                 {"role": "user", "content": results}])
+
 
 class MessagesStream:
     """Rebuilds a streamed message's ``tool_use`` blocks; knows where the stream ends."""
@@ -179,6 +207,17 @@ class MessagesStream:
                 block["partial"] = block.get("partial", "") + (delta.get("partial_json") or "")
             elif block is not None and delta.get("type") == "text_delta":
                 block["text"] = block.get("text", "") + (delta.get("text") or "")
+
+    def decision(self, search: str) -> str | None:
+        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (thinking blocks wait)."""
+        for i in sorted(self.blocks):
+            block = self.blocks[i]
+            if block.get("type") in ("thinking", "redacted_thinking"):
+                continue
+            if block.get("type") == "tool_use":
+                return "search" if block.get("name") == search else "commit"
+            return "commit"
+        return None
 
     def is_end(self, line: str) -> bool:
         return line.startswith("event:") and line[6:].strip() == "message_stop"

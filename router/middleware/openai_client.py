@@ -54,11 +54,13 @@ class Annotation:
 
 def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate", max_repairs: int = 2,
          pinned: tuple[str, ...] | list[str] = (), token_budget: int | None = None, method: str = "hybrid",
-         model: str | None = None, cache_dir: str | None = None, inject: bool = False) -> Any:
+         model: str | None = None, cache_dir: str | None = None, inject: bool = False,
+         tool_search: bool = False) -> Any:
     """Wrap an OpenAI client. ``router``: a `router.Router` or a catalog path (requests whose
     tools are catalog tools are ranked with its indexes), or None. ``inject=True`` also adds the
     top-k catalog tools to requests that bring none (off by default: an agent that gets a tool it
-    never defined fails on the call). ``cache_dir`` is accepted for compatibility: tool lists that
+    never defined fails on the call). ``tool_search=True`` offers the model a search over the tools
+    routing left out on requests that do not stream (router/middleware/search.py). ``cache_dir`` is accepted for compatibility: tool lists that
     come with requests are embedded in a bounded in-memory cache, never written to disk."""
     check_mode(on_hallucination, CLIENT_MODES)
     if isinstance(router, (str, Path)):
@@ -66,7 +68,7 @@ def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str =
 
         router = Router.open(router)
     rr = RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method, model=model,
-                       cache_dir=cache_dir, inject=inject)
+                       cache_dir=cache_dir, inject=inject, tool_search=tool_search)
     is_async = _is_async(client)
     return _Wrapped(client, rr, on_hallucination, max_repairs, is_async)
 
@@ -148,9 +150,9 @@ class _Completions(_Namespace):
         self._rr, self._mode, self._max = rr, mode, max_repairs
         self.with_raw_response = _RawCompletions(self)
 
-    def _exchange(self, kwargs: dict) -> tuple[Exchange, dict, dict]:
+    def _exchange(self, kwargs: dict, streaming: bool = False) -> tuple[Exchange, dict, dict]:
         body, options = _split(kwargs)
-        ex = Exchange(self._rr, body, self._mode, self._max, keep=_keep(options))
+        ex = Exchange(self._rr, body, self._mode, self._max, keep=_keep(options), streaming=streaming)
         return ex, ex.start(), options
 
     def create(self, **kwargs: Any) -> Any:
@@ -170,7 +172,7 @@ class _Completions(_Namespace):
 
     def stream(self, **kwargs: Any) -> "_StreamManager":
         """The ``chat.completions.stream()`` helper: routed; checked when the stream ends."""
-        ex, send, options = self._exchange(kwargs)
+        ex, send, options = self._exchange(kwargs, streaming=True)
         return _StreamManager(self._inner.stream(**send, **options), ex, self._mode)
 
 

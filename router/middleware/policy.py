@@ -4,7 +4,8 @@ Completions shape, see `router.middleware.request`).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import re
+from typing import Any, Callable, Iterable, Sequence
 
 from ..ranking.kept import CONTROL_TOOLS, control_matcher
 
@@ -17,6 +18,23 @@ MAX_REQUEST_TOOLS = 20_000  # tools one request may bring (checked before any pe
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 MUST_KEEP = ("pinned", "tool_choice", "request", "control")  # kept even past 128 tools / the token budget
+
+# Framework tools no name pattern covers (issue 37), recognised from what the request says:
+# - a hand-off: its name or description says it passes the conversation to another agent
+#   (LlamaIndex AgentWorkflow's ``handoff``, langgraph-supervisor's ``transfer_back_to_supervisor``,
+#   swarm and Agents SDK hand-offs, whatever they are called);
+# - a structured-output tool: named like a type (UpperCamelCase, the schema class it is built
+#   from: LangChain ``ToolStrategy(Schema)``), when such names are a small minority of the request's;
+# - a tool the system prompt names: frameworks tell the model which tool ends or steers the loop
+#   ("call submit_report when done"); a prompt that names more than a few tools is a tool
+#   listing, not a steer, and keeps none.
+_HANDOVER = re.compile(r"\b(?:hand(?:s|ed|ing)?[ -]?off|handoffs?|transfer(?:s|red|ring)?|delegat(?:e|es|ed|ing))\b",
+                       re.IGNORECASE)
+_PARTY = re.compile(r"\b(?:agent|assistant|supervisor|specialist)s?\b", re.IGNORECASE)
+_TYPE_NAME = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*\Z")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*[A-Za-z0-9_]")
+MAX_TYPE_NAMED = 2     # more type-named tools than this: a naming style, not output schemas
+MAX_PROMPT_NAMED = 3   # a system prompt naming more tools than this is a listing, not a steer
 
 
 def tool_name(tool: Any) -> str | None:
@@ -98,10 +116,41 @@ def rankable_messages(messages: list[dict]) -> None:
                            "words to match tools with; send at most k tools, or pin the ones needed)") from None
 
 
+def loop_tools(names: Sequence[str], describe: Callable[[int], str]) -> set[str]:
+    """The hand-off and structured-output tools among ``names`` (``describe(i)``: the i-th
+    tool's description), by their structure alone (see `_HANDOVER`, `_TYPE_NAME`)."""
+    out: set[str] = set()
+    typed = [n for n in names if _TYPE_NAME.match(n)]
+    if typed and len(typed) <= MAX_TYPE_NAMED and 2 * len(typed) < len(names):
+        out.update(typed)
+    for i, name in enumerate(names):
+        text = f"{name.replace('_', ' ')} {describe(i)}"
+        if _HANDOVER.search(text) and _PARTY.search(text):
+            out.add(name)
+    return out
+
+
+def prompt_named(messages: Any, names: Sequence[str]) -> set[str]:
+    """Tools the system / developer prompt names (as whole words), when it names only a few."""
+    text = []
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            c = m.get("content")
+            text.append(c if isinstance(c, str) else " ".join(
+                p.get("text", "") for p in c if isinstance(p, dict) and isinstance(p.get("text"), str))
+                if isinstance(c, list) else "")
+    if not text:
+        return set()
+    hit = set(_WORD.findall(" ".join(text))).intersection(names)
+    return hit if len(hit) <= MAX_PROMPT_NAMED else set()
+
+
 def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
-                 control: Sequence[str] = CONTROL_TOOLS, keep: Iterable[str] = ()) -> dict[str, str]:
+                 control: Sequence[str] = CONTROL_TOOLS, keep: Iterable[str] = (),
+                 loop: Iterable[str] = ()) -> dict[str, str]:
     """Tool names that must be offered, with why: tool_choice, pinned, request (marked by the
-    request itself), control (a framework's loop tool among ``names``), history (already called)."""
+    request itself), control (a framework's loop tool among ``names``: by name pattern, ``loop``
+    from `loop_tools`, or named by the system prompt), history (already called)."""
     out: dict[str, str] = {}
     for m in body.get("messages", []):
         calls = m.get("tool_calls") if isinstance(m, dict) and m.get("role") == "assistant" else None
@@ -114,6 +163,8 @@ def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
         for name in names:
             if match(name):
                 out[name] = "control"
+    for name in (*loop, *prompt_named(body.get("messages"), names)):
+        out[name] = "control"
     for name in keep:
         out[name] = "request"
     for name in pinned:

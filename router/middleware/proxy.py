@@ -47,7 +47,9 @@ from .metrics import Metrics
 from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
-from .responses import RESPONSES, ResponsesMemory
+from .conversations import Conversations
+from .deferred import for_request
+from .responses import RESPONSES
 from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
 from .usage import record_exchange
@@ -77,7 +79,7 @@ class Proxy(StreamRelay):
         self.max_body_bytes = max_body_bytes
         self.usage_log = usage_log  # router.training.usage_log.UsageLog (opt-in: --usage-log), or None
         self.metrics = Metrics()
-        self.memory = ResponsesMemory()
+        self.memory = Conversations()  # per tenant: router/middleware/conversations.py
         self._rr, self._loader = rr, loader
         self.state = "ok" if rr is not None else "starting"
         self.load_error: Optional[str] = None
@@ -149,6 +151,8 @@ class Proxy(StreamRelay):
         verdicts = [c.verdict.verdict for c in ex.checks] if ex else []
         ms = (time.perf_counter() - t0) * 1000
         rec.update(status=status, ms=round(ms, 2), verdicts=verdicts, repairs=ex.repairs if ex else 0)
+        if ex is not None and ex.searches:
+            rec["searches"] = ex.searches  # tool-search rounds answered (router/middleware/search.py)
         own = None
         if ex is not None and ex.upstream_ms and not rec.get("stream"):
             own = ms - ex.upstream_ms - rec.get("body_ms", 0.0)
@@ -247,7 +251,12 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, memory=self.memory)
+            memory = self.memory.for_tenant(tenant.name if tenant is not None else None)
+            earlier = memory.loaded(body.get("previous_response_id")) if api is RESPONSES else []
+            body, deferral, keep = for_request(api.name, body, keep, earlier)  # the providers' tool searches
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True, memory=memory,
+                          search_pool=deferral.pool if deferral is not None and not deferral.client else None,
+                          deferral=deferral)
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
@@ -321,16 +330,22 @@ class Proxy(StreamRelay):
                 return _error(502, "upstream answer is JSON but not an object", "upstream_bad_response", ex.api)
             last = r
             send = ex.feed(data)  # checks the calls against the k offered tools only: sub-ms, on the loop
-        if ex.api is RESPONSES:
-            self.memory.remember(ex.routed.body, ex.response)
+        ex.remember(ex.response)
         if self.mode == "reject" and ex.failed:
             return _error(422, "toolsift rejected the model's tool calls: "
                           + "; ".join(f"{c.verdict.verdict}" for c in ex.checks if not c.verdict.ok),
                           "hallucinated_call", ex.api, headers=self.toolsift_headers(ex),
                           verdicts=[c.to_dict() for c in ex.checks])
         # the upstream's own bytes and headers: the proxy adds its headers and changes nothing else
-        return Response(last.content, status_code=200,
-                        headers={**response_headers(last.headers), **self.toolsift_headers(ex)})
+        # (but the client's own tool searches, put in front of a Messages answer: deferred.py)
+        content = (ex.deferral.answer(data, ex.search_log) if ex.deferral is not None else None) or last.content
+        if ex.deferral is not None and ex.api is RESPONSES:  # a follow-up by previous_response_id keeps them
+            ex.memory.remember_loaded(data.get("id"), [*ex.deferral.loaded, *(n for _, names in ex.search_log
+                                                                                 for n in names)])
+        out = response_headers(last.headers)
+        if content is not last.content:
+            out = {k: v for k, v in out.items() if k.lower() != "content-length"}
+        return Response(content, status_code=200, headers={**out, **self.toolsift_headers(ex)})
 
     async def forward(self, request):
         """Any other path: forwarded unchanged (method, query, body, headers minus hop-by-hop)."""
@@ -374,14 +389,16 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
-               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None):
+               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None,
+               tool_search: bool = False):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
     (default: the catalog's, else MiniLM). ``loader``: build the request router in a background
     thread once the server listens (``/healthz`` says ``starting`` until then; requests wait).
     ``tenants``: a `router.tenancy.tenants.Tenants`; each request's key then decides the catalog
-    namespaces it is routed with (router/tenancy/gate.py), and a missing or wrong key is 401."""
+    namespaces it is routed with (router/tenancy/gate.py), and a missing or wrong key is 401.
+    ``tool_search``: offer the model a search over the tools routing left out (router/middleware/search.py)."""
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -392,7 +409,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
     extra = {"max_request_tools": max_request_tools} if max_request_tools else {}
     if loader is None:
         rr = request_router or RequestRouter(router, k=k, pinned=pinned, token_budget=token_budget, method=method,
-                                             model=model, inject=inject, **extra)
+                                             model=model, inject=inject, tool_search=tool_search, **extra)
     else:
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
@@ -433,7 +450,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         denied, _ = proxy.auth(request)
         if denied is not None:
             return denied
-        caches = {**proxy.rr.cache_stats(), "responses": proxy.memory.stats()} if proxy.rr else {}
+        caches = {**proxy.rr.cache_stats(), **proxy.memory.stats()} if proxy.rr else {}
         if request.query_params.get("format") == "json":
             return JSONResponse({**proxy.metrics.snapshot(), "caches": caches})
         return PlainTextResponse(proxy.metrics.prometheus(caches))

@@ -36,6 +36,10 @@ def sse_error(message: str, kind: str) -> bytes:
 
 
 
+class _RoundFailed(Exception):
+    pass
+
+
 class StreamRelay:
     """The streaming half of `proxy.Proxy` (which provides post_upstream, toolsift_headers,
     finish, memory and timeout)."""
@@ -53,14 +57,22 @@ class StreamRelay:
                             headers={**response_headers(r.headers), **self.toolsift_headers(ex, False)})
         out = {**response_headers(r.headers), **self.toolsift_headers(ex, False), "cache-control": "no-cache"}
         out.pop("content-type", None)
-        return StreamingResponse(self._relay(r, ex, rec, t0), media_type="text/event-stream", headers=out)
+        return StreamingResponse(self._relay(r, ex, rec, t0, headers), media_type="text/event-stream", headers=out)
 
-    async def _relay(self, r, ex: Exchange, rec: dict, t0: float):
+    async def _relay(self, r, ex: Exchange, rec: dict, t0: float, headers: Optional[dict] = None):
         import httpx
 
         watch, said, remembered = ex.api.stream(), False, False
         try:
-            async for line in r.aiter_lines():
+            lines = None
+            if ex.searching:  # nothing reaches the client until the answer is known not to be a search
+                r, watch, lines = await self._search_rounds(r, ex, rec, headers or {})
+                for line in watch.held:
+                    if not said and watch.is_end(line):
+                        said = True
+                        yield self._verdict_comment(ex, watch)
+                    yield (line + "\n").encode()
+            async for line in lines if lines is not None else r.aiter_lines():
                 if not said and watch.is_end(line):
                     said = True
                     yield self._verdict_comment(ex, watch)
@@ -68,7 +80,7 @@ class StreamRelay:
                 if ex.api is RESPONSES and not remembered and getattr(watch, "final", None) is not None:
                     # before the client sees the end: its next request may name this response at once
                     remembered = True
-                    self.memory.remember(ex.routed.body, watch.response())
+                    ex.remember(watch.response())
                 yield (line + "\n").encode()
             if not said:
                 yield self._verdict_comment(ex, watch)
@@ -78,12 +90,51 @@ class StreamRelay:
         except httpx.TransportError as exc:
             rec["error"] = f"upstream connection lost mid-stream: {type(exc).__name__}"
             yield sse_error(rec["error"], "upstream_unreachable")
+        except _RoundFailed as exc:
+            rec["error"] = str(exc)
+            yield sse_error(str(exc), "upstream_error")
         finally:
             # sync work first: a client that hangs up after the end cancels this generator at its next await
             if not said:
                 self._check_stream(ex, watch)
             self.finish(rec, t0, 200, ex)
+            if r is not None:
+                await r.aclose()
+
+    async def _search_rounds(self, r, ex: Exchange, rec: dict, headers: dict):
+        """Read the stream until its answer is known (router/middleware/search.py): a search call is
+        read to its end, answered, and the next round streamed; anything else is the answer. Returns
+        the upstream response still streaming, its watcher (whose ``held`` lines are not sent yet)
+        and the line iterator to go on with."""
+        from .search import SEARCH_NAME
+
+        while True:
+            watch = ex.api.stream()
+            watch.held = []
+            lines = r.aiter_lines()
+            decision = None
+            async for line in lines:
+                watch.feed_line(line)
+                watch.held.append(line)
+                decision = watch.decision(SEARCH_NAME)
+                if decision is not None:
+                    break
+            if decision != "search":
+                return r, watch, lines
+            async for line in lines:  # the rest of the search call
+                watch.feed_line(line)
             await r.aclose()
+            send = ex.feed(watch.response())
+            r, err = await self.post_upstream(ex.api, send, headers, stream=True)
+            if err is not None or r.status_code != 200:
+                if r is not None:
+                    await r.aclose()
+                raise _RoundFailed(f"upstream failed during a tool search round: "
+                                   f"{'no answer' if r is None else r.status_code}")
+            if not ex.searching:  # the last round: no search tool offered, relay as usual
+                watch = ex.api.stream()
+                watch.held = []
+                return r, watch, r.aiter_lines()
 
     def _check_stream(self, ex: Exchange, watch: Any) -> None:
         try:

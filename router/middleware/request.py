@@ -30,7 +30,7 @@ from apidb.names import unique_names
 from apidb.record import canonical_json
 
 from .errors import RequestError
-from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names,
+from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names, loop_tools,
                      rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
 from .tool_cache import LRU, RouterCache, VectorCache
@@ -102,6 +102,7 @@ class RoutedRequest:
     extra: dict = field(default_factory=dict)  # e.g. built-in tools passed untouched (Responses, Messages)
     abstention: Any = None          # router.ranking.abstain.Abstention of the ranking, when one was made
     ids: dict = field(default_factory=dict)    # tool name -> catalog record id, for the ranked catalog tools
+    checked: bool = True            # False: the tool list is held upstream and unknown here, calls go unjudged
 
     def abstain_header(self) -> str | None:
         """``x-toolsift-abstain``: ``1; evidence=E; threshold=T[; stripped]`` when no tool fits, ``0; ...``
@@ -171,7 +172,7 @@ class RequestRouter:
                  max_tools: int = MAX_TOOLS, inject: bool = False, cache_size: int = 16,
                  control_tools: Sequence[str] = CONTROL_TOOLS, max_request_tools: int = MAX_REQUEST_TOOLS,
                  cache_tools: int = 50_000, vector_cache_mb: float = 64.0, adaptive: bool = False,
-                 on_abstain: str = "flag") -> None:
+                 on_abstain: str = "flag", tool_search: bool = False, max_searches: int = 2) -> None:
         if k < 1:
             raise RequestError(f"k must be at least 1, got {k}")
         if on_abstain not in ON_ABSTAIN:
@@ -179,6 +180,8 @@ class RequestRouter:
         # adaptive: k is the ceiling of adaptive k (router.ranking.adaptive_k); on_abstain "strip": a request
         # whose ranking abstains keeps only the tools it must keep (docs/routing.md: off by default)
         self.adaptive, self.on_abstain = adaptive, on_abstain
+        # tool_search: offer the model a search over the tools routing left out (router/middleware/search.py)
+        self.tool_search, self.max_searches = tool_search, max_searches
         self.router, self.k, self.pinned = router, k, tuple(pinned)
         self.token_budget, self.method, self.model, self.cache_dir = token_budget, method, model, cache_dir
         self.max_tools, self.inject = min(max_tools, MAX_TOOLS), inject
@@ -189,6 +192,7 @@ class RequestRouter:
         self._names: dict[str, set[str]] | None = None
         self._names_of: Any = None  # the records list _names was built from
         self._ids = LRU(IDS_CACHE, float("inf"), lambda _: 0)  # ToolList.key -> (records, catalog ids)
+        self._loops = LRU(IDS_CACHE, float("inf"), lambda _: 0)  # ToolList.key -> its hand-off / output tools
         self._embedders: dict[str, Any] = {}
 
     # -- public
@@ -201,7 +205,7 @@ class RequestRouter:
         tools = body.get("tools") or []
         if not tools:
             return self._inject(body)
-        forced = forced_names(body, self.pinned, names, self.control_tools, keep)
+        forced = forced_names(body, self.pinned, names, self.control_tools, keep, self._loop_tools(tools, names))
         keep_at: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
         status, abstention, ids = "routed", None, {}
         if len(tools) <= self.k and len(tools) <= self.max_tools:
@@ -271,11 +275,40 @@ class RequestRouter:
         return RoutedRequest(body, list(tools), tools, selected, len(tools), len(tools), status="unrouted", k=self.k,
                              extra={"reason": json.dumps(reason)})
 
+    def search(self, tools: Sequence[dict], query: str, exclude: set[str], n: int) -> list[str]:
+        """The names of the ``n`` best tools of ``tools`` for ``query``, leaving out ``exclude``
+        (the model's tool search: router/middleware/search.py)."""
+        names = tools.names if isinstance(tools, ToolList) else [tool_name(t) for t in tools]
+        if not names:
+            return []
+        pairs, _, _ = self._rank(tools, names, [{"role": "user", "content": query}],
+                                 min(len(names), n + len(exclude)))
+        return [names[i] for i, _ in pairs if names[i] not in exclude][:n]
+
+    def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
+        """A request without tools in a conversation whose tools the upstream holds: sent as it
+        came, its calls checked against ``tools`` (the list remembered for the conversation), or
+        not checked at all when ``tools`` is None (``x-toolsift-route: unrouted; reason=...``)."""
+        known = list(tools or [])
+        return RoutedRequest(body, known, known, [], 0, 0, status="unrouted", k=self.k, checked=tools is not None,
+                             extra={"reason": json.dumps(reason)})
+
     def cache_stats(self) -> dict[str, dict]:
         """Hit / miss / size counters of the per-tool-list caches (the proxy's /metrics)."""
         return {"routers": self.routers.stats(), "vectors": self.vectors.stats()}
 
     # -- internals
+    def _loop_tools(self, tools: Sequence[dict], names: list[str]) -> set[str]:
+        """`policy.loop_tools`, remembered per tool list (two regexes per tool: 16 ms at 2,211 tools):
+        by the list as sent, or, for the Responses / Messages views, by its names (0.3 ms to hash)."""
+        key = tools.key if isinstance(tools, ToolList) else \
+            hashlib.blake2b("\x00".join(names).encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+        found = self._loops.get(key)
+        if found is None:
+            found = loop_tools(names, lambda i: _description(tools, i))
+            self._loops.put(key, found)
+        return found
+
     def _fit(self, keep: dict[int, dict], tools: Sequence[dict]) -> tuple[list[int], bool]:
         """Must-keep tools first (always), then tools already called, then ranked ones while under
         128 tools and the token budget."""

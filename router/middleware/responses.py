@@ -6,8 +6,10 @@ routed and checked like Chat Completions (issue 13).
   through untouched and never counted against k.
 - The routing query comes from ``instructions`` and ``input`` (a string or a list of items:
   messages, ``function_call`` and ``function_call_output`` items); a ``previous_response_id``
-  this proxy answered brings the conversation it remembers (`ResponsesMemory`, bounded) — one
-  answered elsewhere is routed on what the request itself holds.
+  or ``conversation`` this proxy saw brings the conversation it remembers (conversations.py, per
+  tenant, bounded); one it never saw is routed on what the request itself holds, or passed
+  through when that holds no text. A request without tools in such a conversation has its calls
+  checked against the tools remembered for it, or not at all — never against zero tools.
 - ``function_call`` output items are checked against the function tools offered; a repair turn
   appends the answer's output items and one ``function_call_output`` per call saying why it
   was not run.
@@ -19,9 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checks import UNROUTABLE, Api, CallCheck, repair_turn
+from .checks import CONVERSATION, HELD, UNROUTABLE, Api, CallCheck, repair_turn
 from .request import RoutedRequest, as_dict, without_tools
-from .tool_cache import LRU
 
 _TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 
@@ -97,25 +98,17 @@ def _is_function(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "function"
 
 
-class ResponsesMemory:
-    """The conversations of responses this proxy answered, by response id, so that a request
-    with ``previous_response_id`` is routed on the whole conversation. Bounded: at most
-    ``max_entries`` responses and ``max_chars`` characters of messages (LRU)."""
-
-    def __init__(self, max_entries: int = 2048, max_chars: int = 16 * 2**20) -> None:
-        self._lru = LRU(max_entries, max_chars, weigh=lambda msgs: len(json.dumps(msgs, default=str)))
-
-    def get(self, response_id: Any) -> list[dict]:
-        return list(self._lru.get(response_id) or []) if isinstance(response_id, str) else []
-
-    def remember(self, request_view: dict, response: Any) -> None:
-        resp = as_dict(response) or {}
-        if isinstance(resp.get("id"), str):
-            messages = [m for m in request_view.get("messages", []) if m.get("role") != "system"]
-            self._lru.put(resp["id"], messages + items_to_messages(resp.get("output") or []))
-
-    def stats(self) -> dict:
-        return self._lru.stats()
+def _conversation_keys(body: dict) -> list[tuple[str, str]]:
+    """The names of the server-held conversation a request continues: its previous response
+    and its ``conversation`` (an id, or an object with one)."""
+    keys = []
+    if isinstance(body.get("previous_response_id"), str):
+        keys.append(("response", body["previous_response_id"]))
+    conv = body.get("conversation")
+    conv = conv.get("id") if isinstance(conv, dict) else conv
+    if isinstance(conv, str) and conv:
+        keys.append(("conversation", conv))
+    return keys
 
 
 class ResponsesApi(Api):
@@ -127,13 +120,22 @@ class ResponsesApi(Api):
         messages: list[dict] = []
         if isinstance(body.get("instructions"), str) and body["instructions"].strip():
             messages.append({"role": "system", "content": body["instructions"]})
-        earlier = memory.get(body.get("previous_response_id")) if memory is not None else []
+        keys = _conversation_keys(body)
+        earlier: list[dict] = []
+        for key in keys if memory is not None else ():
+            earlier = memory.get(key)
+            if earlier:
+                break
         messages += earlier + items_to_messages(body.get("input"))
         view: dict = {"messages": messages or [{"role": "user", "content": ""}]}
-        if body.get("previous_response_id") and not earlier and not _has_user_text(messages):
-            # a conversation this proxy never saw (another instance, a restart): nothing to rank on,
-            # so every tool goes through, and the header says why
-            view[UNROUTABLE] = "previous_response_id not answered by this proxy: no text to rank on"
+        if keys:
+            view[CONVERSATION] = keys
+            held = " / ".join(f"{kind} {name}" for kind, name in keys)
+            view[HELD] = f"continues {held}, whose tools the upstream holds"
+            if not earlier and not _has_user_text(messages):
+                # a conversation this proxy never saw (another instance, a restart): nothing to rank
+                # on, so every tool goes through, and the header says why
+                view[UNROUTABLE] = f"{keys[0][0]} not seen by this proxy: no text to rank on"
         tools = body.get("tools")
         if isinstance(tools, list):
             view["tools"] = [_chat_tool(t) for t in tools if _is_function(t)]
@@ -178,6 +180,26 @@ class ResponsesApi(Api):
     def stream(self) -> "ResponsesStream":
         return ResponsesStream()
 
+    # -- tool search (router/middleware/search.py)
+    def native_tools(self, chat_tools: list[dict]) -> list[dict]:
+        return [{"type": "function", **t["function"]} for t in chat_tools]
+
+    def to_chat_tools(self, tools: list[dict]) -> list[dict]:
+        return [_chat_tool(t) for t in tools]
+
+    def found_tools(self, request: dict, routed: RoutedRequest, names: list[str]) -> list[dict]:
+        by_name = {t.get("name"): t for t in request.get("tools") or [] if _is_function(t)}
+        return [by_name[n] for n in names if n in by_name]
+
+    def search_turn(self, sent: dict, response: dict, calls: list[dict], answers: dict[str, str],
+                    append: list[dict], drop: str | None) -> dict:
+        given = sent.get("input")
+        items = [{"role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+        output = [o for o in response.get("output") or [] if isinstance(o, dict)]
+        results = [{"type": "function_call_output", "call_id": c["id"], "output": answers[c["id"]]} for c in calls]
+        tools = [t for t in sent.get("tools") or [] if not (_is_function(t) and t.get("name") == drop)] + append
+        return dict(sent, input=[*items, *output, *results], tools=tools)
+
 
 class ResponsesStream:
     """Collects a streamed response's complete output items; knows where the stream ends."""
@@ -186,6 +208,7 @@ class ResponsesStream:
         self.items: dict[int, dict] = {}
         self.final: dict | None = None
         self._event = ""
+        self._added: dict[int, dict] = {}  # output items as they start (for `decision`)
 
     def feed_line(self, line: str) -> None:
         if line.startswith("event:"):
@@ -198,10 +221,23 @@ class ResponsesStream:
         except ValueError:
             return
         kind = data.get("type", self._event) if isinstance(data, dict) else ""
+        if kind == "response.output_item.added" and isinstance(data.get("item"), dict):
+            self._added[data.get("output_index", len(self._added))] = data["item"]
         if kind == "response.output_item.done" and isinstance(data.get("item"), dict):
             self.items[data.get("output_index", len(self.items))] = data["item"]
         elif kind in _TERMINAL and isinstance(data.get("response"), dict):
             self.final = data["response"]
+
+    def decision(self, search: str) -> str | None:
+        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (reasoning items wait)."""
+        for i in sorted(self._added):
+            item = self._added[i]
+            if item.get("type") == "reasoning":
+                continue
+            if item.get("type") == "function_call":
+                return "search" if item.get("name") == search else "commit"
+            return "commit"
+        return "commit" if self.final is not None else None
 
     def is_end(self, line: str) -> bool:
         if line.startswith("event:"):

@@ -194,3 +194,23 @@ def agent_model(task_tool: str = "get_weather", arguments: dict | None = None,
         return answer(api, final)
 
     return script
+
+
+def searching_model(task_tool: str, arguments: dict, query: str, result: str, final: str = "Done.",
+                    search_tool: str = "toolsift_search_tools"):
+    """A script callable ``fn(request, api)`` for a model whose needed tool may have been left out:
+    once ``result`` (the task tool's output) is in the conversation it answers ``final``; else it
+    calls ``task_tool`` when offered; else it calls ``search_tool`` with ``{"query": query}`` when
+    offered; else it says in text that it cannot do the task."""
+    def script(request: dict, api: str) -> dict:
+        offered = offered_tools(request, api)
+        conversation = json.dumps(request.get("messages", request.get("input")), ensure_ascii=False)
+        if result in conversation:
+            return answer(api, final)
+        if task_tool in offered:
+            return answer(api, None, [(task_tool, arguments)])
+        if search_tool in offered:
+            return answer(api, None, [(search_tool, {"query": query})])
+        return answer(api, f"I cannot do this: {task_tool} was not offered (got {sorted(offered)})")
+
+    return script

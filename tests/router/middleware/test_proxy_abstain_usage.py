@@ -58,7 +58,7 @@ def test_abstain_header_flags_by_default_and_strips_only_when_asked(tmp_path):
             raw = _ask(url, IRRELEVANT, tools)
             flag = raw.headers["x-toolsift-abstain"]
             assert flag.startswith("1; evidence=") and "stripped" not in flag
-            assert len(up.chat_requests[-1]["tools"]) == 5  # default: flagged, never stripped
+            assert len(up.chat_requests[-1]["tools"]) == 5 + 1  # default: flagged, never stripped (+ tool search)
         finally:
             _stop(proc)
         proc, url = _serve(up.base_url, "-k", "5", "--on-abstain", "strip")
@@ -69,7 +69,7 @@ def test_abstain_header_flags_by_default_and_strips_only_when_asked(tmp_path):
             assert "tools" not in sent and "tool_choice" not in sent  # the APIs refuse "tools": []
             assert "abstain=stripped" in raw.headers["x-toolsift-route"]
             raw = _ask(url, q, tools)
-            assert len(up.chat_requests[-1]["tools"]) == 5  # an answerable request keeps its tools
+            assert len(up.chat_requests[-1]["tools"]) == 5 + 1  # an answerable request keeps its tools (+ search)
         finally:
             _stop(proc)
 

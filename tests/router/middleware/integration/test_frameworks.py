@@ -245,3 +245,44 @@ def test_anthropic_async_client(tools30):
         reply = asyncio.run(main(s))
         assert reply.content[0].name == "get_weather"
         assert_routed(s, "messages")
+
+
+# ---------------------------------------------------------------- LangChain create_agent + ToolStrategy (issue 37)
+
+def test_langchain_create_agent_with_tool_strategy_finishes(tools30):
+    """The structured-output tool is named after its schema class, which no name pattern covers,
+    and the question does not match it: routing must keep it, or the agent never finishes."""
+    lc = pytest.importorskip("langchain_openai")
+    agents = pytest.importorskip("langchain.agents")
+    from langchain.agents.structured_output import ToolStrategy
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel
+
+    from tests.support.scripted_apis import tool_results
+
+    class AnswerFormat(BaseModel):
+        """Structured answer."""
+        answer: str
+        confidence: float
+
+    def model(request: dict, api: str) -> dict:
+        offered = offered_tools(request, api)
+        if not tool_results(request, api):
+            return answer(api, None, [("get_weather", {"city": "Oslo"})])
+        if "AnswerFormat" in offered:
+            return answer(api, None, [("AnswerFormat", {"answer": "sunny, 12 °C", "confidence": 0.9})])
+        return answer(api, f"no output tool among {sorted(offered)}")
+
+    def make(name):
+        return lambda **kw: run_tool(name, kw)
+
+    tools = [StructuredTool.from_function(make(t["function"]["name"]), name=t["function"]["name"],
+                                          description=t["function"]["description"],
+                                          args_schema=t["function"]["parameters"]) for t in tools30]
+    with stack(model) as s:
+        chat = lc.ChatOpenAI(model="m", base_url=f"{s.url}/v1", api_key="sk-x", max_retries=0)
+        agent = agents.create_agent(chat, tools=tools, response_format=ToolStrategy(AnswerFormat))
+        result = agent.invoke({"messages": [{"role": "user", "content": TASK}]}, {"recursion_limit": 8})
+        assert result["structured_response"] == AnswerFormat(answer="sunny, 12 °C", confidence=0.9)
+        assert all("AnswerFormat" in o for o in s.offered("chat")) and len(s.offered("chat")) == 2
+        assert all(len(o) <= K + 2 for o in s.offered("chat"))  # k + the output tool (+ the called one)
