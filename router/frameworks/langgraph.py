@@ -49,6 +49,7 @@ def bigtool_retriever(tools: ToolRegistry | Iterable[Any] | Mapping[str, Any], k
     tool ids) of the top ``k`` tools for the query the model wrote. ``select_options`` go to
     `Router.select` (``method``, ``min_score``, ``token_budget`` ...)."""
     require("langgraph_bigtool")
+    _bridge_bigtool()
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise FrameworkError(f"k must be a positive integer, got {k!r}")
     registry = _registry(tools)
@@ -66,6 +67,18 @@ def bigtool_retriever(tools: ToolRegistry | Iterable[Any] | Mapping[str, Any], k
 
     aretrieve_tools.__name__ = "retrieve_tools"  # one tool name for both (bigtool builds one StructuredTool)
     return retrieve_tools, aretrieve_tools
+
+
+def _bridge_bigtool() -> None:
+    """langgraph-bigtool 0.0.3 (its latest release) sends each tool call through
+    ``ToolNode.inject_tool_args(call, state, store)``, a step langgraph-prebuilt 1.0 made private:
+    since 1.0 the ToolNode injects state, store and runtime itself when it runs the call, so the old
+    step passes the call through. Without the name, a bigtool agent on langgraph 1.x fails at its
+    first tool call; this restores the name bigtool calls and nothing else."""
+    from langgraph.prebuilt import ToolNode
+
+    if not hasattr(ToolNode, "inject_tool_args"):
+        ToolNode.inject_tool_args = lambda self, tool_call, state=None, store=None: tool_call
 
 
 @dataclass(frozen=True)
