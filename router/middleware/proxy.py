@@ -38,7 +38,7 @@ from typing import Any, Callable, Optional
 from apidb.errors import ToolsiftError
 from router.errors import NamespaceRefused
 from router.tenancy.gate import Gate
-from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER
+from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER, client_id
 
 from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_header
 from .errors import MiddlewareError, RequestError, WireError
@@ -247,7 +247,8 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, memory=self.memory)
+            ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep,
+                          memory=self.memory.of(client_id(tenant, headers)))
             try:
                 # A tool list seen before is ranked here, on the event loop (~1-5 ms): handing it to a
                 # worker thread cost more than the work under 20 clients (the two threads fought for
@@ -322,7 +323,7 @@ class Proxy(StreamRelay):
             last = r
             send = ex.feed(data)  # checks the calls against the k offered tools only: sub-ms, on the loop
         if ex.api is RESPONSES:
-            self.memory.remember(ex.routed.body, ex.response)
+            ex.memory.remember(ex.routed.body, ex.response)
         if self.mode == "reject" and ex.failed:
             return _error(422, "toolsift rejected the model's tool calls: "
                           + "; ".join(f"{c.verdict.verdict}" for c in ex.checks if not c.verdict.ok),

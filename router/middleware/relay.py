@@ -68,7 +68,7 @@ class StreamRelay:
                 if ex.api is RESPONSES and not remembered and getattr(watch, "final", None) is not None:
                     # before the client sees the end: its next request may name this response at once
                     remembered = True
-                    self.memory.remember(ex.routed.body, watch.response())
+                    ex.memory.remember(ex.routed.body, watch.response())
                 yield (line + "\n").encode()
             if not said:
                 yield self._verdict_comment(ex, watch)

@@ -98,24 +98,43 @@ def _is_function(tool: Any) -> bool:
 
 
 class ResponsesMemory:
-    """The conversations of responses this proxy answered, by response id, so that a request
-    with ``previous_response_id`` is routed on the whole conversation. Bounded: at most
-    ``max_entries`` responses and ``max_chars`` characters of messages (LRU)."""
+    """The conversations of responses this proxy answered, by client and response id, so that a
+    request with ``previous_response_id`` is routed on the whole conversation. Each client
+    (router.tenancy.keys.client_id: a tenant, or the holder of one upstream key) has its own
+    conversations: another client's response id is one this proxy never answered. Bounded: at
+    most ``max_entries`` responses and ``max_chars`` characters of messages (LRU)."""
 
     def __init__(self, max_entries: int = 2048, max_chars: int = 16 * 2**20) -> None:
         self._lru = LRU(max_entries, max_chars, weigh=lambda msgs: len(json.dumps(msgs, default=str)))
 
-    def get(self, response_id: Any) -> list[dict]:
-        return list(self._lru.get(response_id) or []) if isinstance(response_id, str) else []
+    def of(self, client: str) -> "ClientMemory":
+        """The conversations of one client."""
+        return ClientMemory(self, client)
 
-    def remember(self, request_view: dict, response: Any) -> None:
+    def get(self, response_id: Any, client: str = "") -> list[dict]:
+        return list(self._lru.get((client, response_id)) or []) if isinstance(response_id, str) else []
+
+    def remember(self, request_view: dict, response: Any, client: str = "") -> None:
         resp = as_dict(response) or {}
         if isinstance(resp.get("id"), str):
             messages = [m for m in request_view.get("messages", []) if m.get("role") != "system"]
-            self._lru.put(resp["id"], messages + items_to_messages(resp.get("output") or []))
+            self._lru.put((client, resp["id"]), messages + items_to_messages(resp.get("output") or []))
 
     def stats(self) -> dict:
         return self._lru.stats()
+
+
+class ClientMemory:
+    """`ResponsesMemory` as one client sees it."""
+
+    def __init__(self, memory: ResponsesMemory, client: str) -> None:
+        self.memory, self.client = memory, client
+
+    def get(self, response_id: Any) -> list[dict]:
+        return self.memory.get(response_id, self.client)
+
+    def remember(self, request_view: dict, response: Any) -> None:
+        self.memory.remember(request_view, response, self.client)
 
 
 class ResponsesApi(Api):
