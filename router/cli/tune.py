@@ -104,7 +104,10 @@ def tune(db: Db = None,
 
         out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
                           f"weights {RouterConfig().weights}", highlight=False)
-    out_console.print(f"use it: toolsift index --db {catalog_path(db)} --model {out}", highlight=False)
+    from apidb.urls import redact_url
+
+    out_console.print(f"use it: toolsift index --db {redact_url(str(catalog_path(db)))} --model {out}",
+                      highlight=False)
 
 
 def _busy(message: str, quiet: bool):
