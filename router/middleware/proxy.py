@@ -155,7 +155,7 @@ class Proxy(StreamRelay):
             rec.update(upstream_ms=round(ex.upstream_ms, 2), own_ms=round(own, 2))
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
-                       route=routed.status, selected=[s["name"] for s in routed.selected][:32])
+                       route=routed.status, selected=[_short(s["name"]) for s in routed.selected][:32])
         if self.usage_log is not None and ex is not None and status == 200:
             try:
                 record_exchange(self.usage_log, ex)
@@ -258,7 +258,7 @@ class Proxy(StreamRelay):
             except RequestError as exc:
                 status = 400
                 return _error(400, str(exc), "invalid_request_error", api)
-            rec.update(model=body.get("model"), stream=bool(send.get("stream")))
+            rec.update(model=_short(body.get("model")), stream=bool(send.get("stream")))
             if send.get("stream"):
                 resp = await self.stream(send, headers, ex, rec, t0)
                 status = -1 if resp.status_code == 200 else resp.status_code  # a stream logs itself at its end
@@ -360,6 +360,13 @@ class Proxy(StreamRelay):
         self.log_line({"path": request.url.path, "method": request.method, "forwarded": True,
                        "status": resp.status_code, "ms": round((time.perf_counter() - t0) * 1000, 2)})
         return resp
+
+
+def _short(value: Any, limit: int = 256) -> Any:
+    """A client-chosen string as the request log shows it: a tool name or model of hundreds of KB
+    would grow the log (and block a reader-less pipe) by that much per request."""
+    return value[:limit] + f"...[{len(value) - limit} more chars]" if isinstance(value, str) and len(value) > limit \
+        else value
 
 
 def _answer_of(response: Any) -> Any:
