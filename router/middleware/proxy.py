@@ -50,6 +50,7 @@ from .relay import StreamRelay, error_response as _error
 from .responses import RESPONSES, ResponsesMemory
 from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
+from .validate import check_request
 from .usage import record_exchange
 
 log = logging.getLogger("toolsift.proxy")
@@ -194,22 +195,27 @@ class Proxy(StreamRelay):
         return b"".join(chunks)
 
     def parse(self, raw: bytes, api: Api, rr: RequestRouter) -> Any:
-        """The request body (ValueError: not JSON; WireError / RequestError: wrong shape or too many tools)."""
-        if api is CHAT:
-            return read_request(raw, max_tools=rr.max_request_tools)
-        import orjson
-
+        """The request body, checked against its API's shape before any work (router/middleware/
+        validate.py). ValueError: not JSON, or nested too deeply; WireError / RequestError: wrong
+        shape (in the API's own words) or too many tools."""
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(str(exc)) from None
-        if not isinstance(body, dict):
-            raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
-        tools = body.get("tools")
-        if isinstance(tools, list):
-            from .policy import check_tool_count
+            if api is CHAT:
+                body = read_request(raw, max_tools=rr.max_request_tools)
+            else:
+                import orjson
 
-            check_tool_count(len(tools), rr.max_request_tools)
+                try:
+                    body = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise ValueError(str(exc)) from None
+                tools = body.get("tools") if isinstance(body, dict) else None
+                if isinstance(tools, list):
+                    from .policy import check_tool_count
+
+                    check_tool_count(len(tools), rr.max_request_tools)
+            check_request(api.name, body)
+        except RecursionError:  # msgspec decodes as deep as Python recurses: refuse, never 500
+            raise ValueError("the JSON nests too deeply") from None
         return body
 
     # -- handlers
