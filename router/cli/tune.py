@@ -53,9 +53,10 @@ def tune(db: Db = None,
     )
 
     from router.training.labelled import load_labelled
-    from router.training.tune import TuneConfig, check_destination, record_weights, split_holdout
+    from router.training.tune import TuneConfig, check_destination, check_numbers, record_weights, split_holdout
     from router.training.tune import tune as run_tune
 
+    check_numbers(learning_rate, seed)
     check_destination(out)
     if negatives not in ("in-batch", "router"):
         raise RouterError(f"--negatives: use in-batch or router, not {negatives!r}")

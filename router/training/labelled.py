@@ -73,7 +73,8 @@ def load_labelled(db: str | Path, queries: str | Path) -> LabelledSet:
     records = _catalog_records(db)
     resolve = _resolver(records)
     try:
-        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(read_utf8(qpath, "the queries file"))]
+        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(
+            read_utf8(qpath, "the queries file", regular_only=True), strict_unicode=True)]
     except TextFileError as exc:
         raise RouterError(str(exc)) from None
     except JsonLineError as exc:

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 from apidb.record import ApiRecord
 
 from ..errors import RouterError
@@ -78,6 +79,8 @@ class UsageLog:
         self.path, self.content, self.max_bytes, self.keep = Path(path), content, max_bytes, keep
         self._lock = threading.Lock()
         self._key = secrets.token_bytes(32)  # query_hmac's key: this writer's only, never written
+        if self.path.exists() and not self.path.is_file():  # a FIFO would block the start for ever
+            raise RouterError(f"{self.path}: cannot write the usage log (not a regular file)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "ab"):
@@ -156,20 +159,16 @@ class LogExamples:
 def read_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The lines of one usage log; RouterError (file, line, field) for a malformed one."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RouterError(f"{p}: no such usage log") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RouterError(f"{p}: cannot read the usage log ({exc})") from None
+    if not p.exists() and not p.is_symlink():
+        raise RouterError(f"{p}: no such usage log")
+    try:  # the one input reader (apidb.jsonl): a file, bounded; each line within apidb.safe_io's limits
+        rows = list(parse_lines(read_utf8(p, "the usage log", regular_only=True), strict_unicode=True))
+    except TextFileError as exc:
+        raise RouterError(str(exc)) from None
+    except JsonLineError as exc:
+        raise RouterError(f"{p}: line {exc.lineno}: not JSON ({exc.msg})") from None
     out = []
-    for n, text in enumerate(raw.splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            raise RouterError(f"{p}: line {n}: not JSON ({exc})") from None
+    for n, row in rows:
         if not isinstance(row, dict):
             raise RouterError(f"{p}: line {n}: expected an object")
         if row.get("v") not in READABLE:
