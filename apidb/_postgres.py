@@ -144,7 +144,11 @@ class PostgresStore:
             return CatalogError(f"{self.where}: the catalog is being written by another process (waited "
                                 f"{self.timeout:g}s; set TOOLSIFT_LOCK_TIMEOUT to wait longer)"
                                 f"{'; nothing was changed' if doing == 'write' else ''}")
-        if isinstance(exc, self._psycopg.OperationalError) or self._conn.closed:
+        # the connection is gone: closed, a client-side failure (no SQLSTATE), class 08 (connection)
+        # or 57P (shutdown); a limit the server names (54000 ...) is an error of the write instead
+        state = getattr(exc, "sqlstate", None) or ""
+        if self._conn.closed or (isinstance(exc, self._psycopg.OperationalError)
+                                 and (not state or state.startswith(("08", "57P")))):
             return CatalogError(f"{self.where}: lost the connection to the PostgreSQL server ({text})"
                                 f"{'; nothing was changed' if doing == 'write' else ''}")
         if isinstance(exc, errors.ReadOnlySqlTransaction):
