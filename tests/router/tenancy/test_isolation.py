@@ -111,3 +111,42 @@ def test_a_pin_of_another_tenants_tool_means_nothing_to_this_tenant(proxy):
     assert r.status_code == 200
     reasons = {s["name"]: s.get("reason") for s in json.loads(r.headers["x-toolsift-selected"])}
     assert reasons.get(pin) != "pinned" and "pinned" not in r.headers["x-toolsift-selected"]
+
+
+FORMS = {"x-toolsift-key": lambda k: {"x-toolsift-key": k}, "bearer": lambda k: {"authorization": f"Bearer {k}"},
+         "x-api-key": lambda k: {"x-api-key": k}, "both": lambda k: {"authorization": f"Bearer {k}", "x-api-key": k}}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_way_in_with_every_key_form_shows_nothing_of_the_other_tenant(proxy, form):
+    """Chat, Responses, Messages, /healthz, /metrics and the error answers, for the vision tenant
+    with its key in each header form the clients use: no nlp namespace, no pinned nlp tool name,
+    and the key itself never reaches the upstream."""
+    up, pin = proxy["up"], proxy["pin"]
+    up.clear()
+    headers = {**FORMS[form](VISION_KEY), "anthropic-version": "2023-06-01"}
+    seen = []
+    for path, body, answer in (
+            ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": SUMMARIZE}]},
+             completion("ok")),
+            ("/v1/responses", {"model": "m", "input": SUMMARIZE}, response("ok")),
+            ("/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": SUMMARIZE}]},
+             message("ok")),
+            ("/v1/responses", {"model": "m", "input": 5}, None),           # a malformed request
+            ("/v1/messages", {"model": "m", "messages": "x"}, None)):
+        if answer is not None:
+            up.set_script([answer])
+        r = httpx.post(proxy["url"] + path, json=body, headers=headers, timeout=60)
+        assert r.status_code == (200 if answer is not None else 400), r.text
+        if answer is not None:
+            assert {s["id"].split("/")[0] for s in json.loads(r.headers["x-toolsift-selected"])} \
+                <= {"torchhub", "tensorflowhub"}
+        seen.append(json.dumps(dict(r.headers)) + r.text)
+    for path in ("/healthz", "/metrics", "/metrics?format=json"):
+        r = httpx.get(proxy["url"] + path, headers=headers, timeout=30)
+        assert r.status_code == 200
+        seen.append(r.text)
+    text = "\n".join(seen)
+    assert "huggingface" not in text and pin not in text
+    sent = json.dumps([dict(q.headers) for q in up.requests])
+    assert VISION_KEY not in sent and len(up.requests) == 3
