@@ -93,7 +93,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
 
     # NaN compares false with everything and inf overflowed int(): both are refused by name
     if not (math.isfinite(max_body_mb) and max_body_mb > 0):
-        raise CliError(f"--max-body-mb must be a positive number, got {max_body_mb:g}")
+        raise CliError(f"--max-body-mb must be positive, got {max_body_mb:g}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise CliError(f"--timeout must be a positive number of seconds, got {timeout:g}")
     if not 1 <= k <= 128:  # the most tools the APIs accept in one request

@@ -20,8 +20,9 @@ complete, so a streamed answer's verdicts are sent as an SSE comment line
 are annotated, never repaired or rejected.
 
 Errors: upstream status + body + headers are passed through; upstream timeout → 504; upstream
-unreachable → 502; a non-JSON upstream answer → 502; a malformed request → 400; a body over the
-limit → 413 (also when sent chunked); a missing/wrong proxy key → 401; a client that hangs up is
+unreachable → 502; a non-JSON upstream answer → 502; a malformed request → 400 (in the API's own
+words, router/middleware/validate.py); a body over the limit → 413 (also when sent chunked); a body
+not received within ``body_timeout`` (30 s) → 408; a missing/wrong proxy key → 401; a client that hangs up is
 logged as 499 (no traceback); anything unexpected → 500 with a JSON error (the process keeps serving).
 """
 # no `from __future__ import annotations`: FastAPI must see the real `Request` class in the
@@ -61,6 +62,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooSlow(Exception):
+    pass
+
+
 class Proxy(StreamRelay):
     """The proxy's state and handlers; `create_app` wires them into FastAPI."""
 
@@ -68,8 +73,9 @@ class Proxy(StreamRelay):
                  max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False,
                  timeout: float = 60.0, max_body_bytes: int = 64 * 2**20,
                  loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5, tenants: Any = None,
-                 usage_log: Any = None) -> None:
+                 usage_log: Any = None, body_timeout: float = 30.0) -> None:
         check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
+        self.body_timeout = body_timeout  # the whole request body, from the first byte read
         self.up = Upstream(upstream)
         self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
         self.mode, self.max_repairs, self.k = on_hallucination, max_repairs, (rr.k if rr else k)
@@ -187,11 +193,15 @@ class Proxy(StreamRelay):
         if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _TooLarge()
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _TooLarge()
-            chunks.append(chunk)
+        try:  # a client that trickles its body holds a socket and memory: it gets body_timeout in all
+            async with asyncio.timeout(self.body_timeout):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        raise _TooLarge()
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise _TooSlow() from None
         return b"".join(chunks)
 
     def parse(self, raw: bytes, api: Api, rr: RequestRouter) -> Any:
@@ -238,6 +248,9 @@ class Proxy(StreamRelay):
                 status = 413
                 return _error(413, f"request body is over the proxy's limit of {self.max_body_bytes / 2**20:g} MB "
                               "(--max-body-mb)", "request_too_large", api)
+            except _TooSlow:
+                status = 408
+                return _error(408, f"request body not received within {self.body_timeout:g} s", "request_timeout", api)
             rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
             tenant = request.state.tenant
             if tenant is not None:
@@ -357,6 +370,8 @@ class Proxy(StreamRelay):
                 resp = Response(r.content, status_code=r.status_code, headers={**response_headers(r.headers), **note})
             except _TooLarge:
                 resp = _error(413, "request body is over the proxy's limit (--max-body-mb)", "request_too_large")
+            except _TooSlow:
+                resp = _error(408, f"request body not received within {self.body_timeout:g} s", "request_timeout")
             except httpx.TimeoutException:
                 resp = _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
             except httpx.TransportError as exc:
@@ -388,7 +403,8 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                pinned: tuple[str, ...] = (), token_budget: Optional[int] = None, method: str = "hybrid",
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
-               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None):
+               loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None,
+               body_timeout: float = 30.0):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
@@ -411,7 +427,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                   log_content=log_content, timeout=timeout, max_body_bytes=int(max_body_mb * 2**20), loader=loader,
-                  k=k, tenants=tenants, usage_log=usage_log)
+                  k=k, tenants=tenants, usage_log=usage_log, body_timeout=body_timeout)
 
     @asynccontextmanager
     async def lifespan(app):

@@ -296,7 +296,7 @@ def test_a_tool_list_that_needs_embedding_does_not_stall_other_requests():
 
 @pytest.mark.parametrize("args, words", [
     (["--timeout", "nan"], "--timeout must be a positive number"), (["--timeout", "-1"], "--timeout"),
-    (["--timeout", "inf"], "--timeout"), (["--max-body-mb", "nan"], "--max-body-mb must be a positive number"),
+    (["--timeout", "inf"], "--timeout"), (["--max-body-mb", "nan"], "--max-body-mb must be positive"),
     (["--max-body-mb", "inf"], "--max-body-mb"), (["-k", str(10**23)], "-k must be from 1 to 128"),
     (["--token-budget", "-1"], "--token-budget must be at least 1"), (["--max-repairs", "-1"], "--max-repairs"),
 ])

@@ -145,3 +145,29 @@ def test_fuzz_one_hostile_field_is_never_a_500(proxy, api):
             error_message(api, r)
 
     run()
+
+
+@pytest.mark.parametrize("api", sorted(PATHS))
+def test_a_trickled_body_is_a_408_not_a_held_socket(api):
+    """Issue 42: a client that sends its headers and then a few bytes of body held its socket and
+    memory until it gave up (90-120 s in the probe). The body now has body_timeout in all."""
+    import socket
+    import time
+
+    with ScriptedUpstream(lambda request, a: answer(a, "ok")) as up, running(up.base_url, k=3, body_timeout=1) as srv:
+        with socket.create_connection((srv.host, srv.port), timeout=10) as s:
+            s.sendall(f"POST {PATHS[api]} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 1000\r\n\r\n{\"model\": ".encode())
+            t0 = time.monotonic()
+            data = b""
+            while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            waited = time.monotonic() - t0
+        head, _, body = data.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408") and waited < 5, (head, waited)
+        fake = httpx.Response(408, content=body)
+        assert "not received within 1 s" in error_message(api, fake)
+        assert not up.requests
