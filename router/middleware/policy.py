@@ -107,6 +107,23 @@ def rankable_messages(messages: list[dict]) -> None:
                            "words to match tools with; send at most k tools, or pin the ones needed)") from None
 
 
+# The same refusal in the words of the other APIs (issue 37, item 5): what routing found missing,
+# named after each API's own fields.
+NO_TEXT = {
+    "responses": "cannot choose tools for this request: 'input' holds no user message with text to route on "
+                 "(send at most k function tools, or pin the ones needed)",
+    "messages": "cannot choose tools for this request: 'messages' hold no user text block to route on "
+                "(send at most k tools, or pin the ones needed)",
+}
+
+
+def in_api_words(api: str, message: str) -> str:
+    """A routing refusal (`rankable_messages`) as ``api``'s client should read it."""
+    if "no user turn with text to route on" in message and api in NO_TEXT:
+        return NO_TEXT[api]
+    return message
+
+
 @functools.lru_cache(maxsize=32)
 def _control_pattern(control: tuple[str, ...]) -> Any:
     """One compiled regex for all of ``control``'s shell patterns (case-sensitive, as

@@ -45,6 +45,7 @@ from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_heade
 from .errors import MiddlewareError, RequestError, WireError
 from .messages import MESSAGES
 from .metrics import Metrics
+from .policy import in_api_words
 from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
@@ -276,7 +277,7 @@ class Proxy(StreamRelay):
                 send = ex.start() if rr.warm(body) else await run_in_threadpool(ex.start)
             except RequestError as exc:
                 status = 400
-                return _error(400, str(exc), "invalid_request_error", api)
+                return _error(400, in_api_words(api.name, str(exc)), "invalid_request_error", api)
             rec.update(model=_short(body.get("model")), stream=bool(send.get("stream")))
             if send.get("stream"):
                 resp = await self.stream(send, headers, ex, rec, t0)

@@ -171,3 +171,19 @@ def test_a_trickled_body_is_a_408_not_a_held_socket(api):
         fake = httpx.Response(408, content=body)
         assert "not received within 1 s" in error_message(api, fake)
         assert not up.requests
+
+
+@pytest.mark.parametrize("api, body, words", [
+    ("responses", {"model": "m", "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
+     "'input' holds no user message with text"),
+    ("messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}]},
+     "'messages' hold no user text block"),
+])
+def test_a_conversation_without_words_is_refused_in_the_apis_words(proxy, api, body, words):
+    """Issue 37, item 5: Responses and Messages clients were told about 'an image-only conversation'
+    and Chat Completions 'messages' / 'user turn'."""
+    tools = valid(api)["tools"]
+    r = send(proxy, api, {**body, "tools": tools})
+    message = error_message(api, r)
+    assert r.status_code == 400 and words in message and "image-only" not in message, message
