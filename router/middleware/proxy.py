@@ -384,6 +384,22 @@ class Proxy(StreamRelay):
         return resp
 
 
+def _seen_by(proxy: "Proxy", request: Any, live: dict) -> dict:
+    """The catalog's sync state as one client may see it: a tenant's count is of its own tools
+    (the whole catalog's size is the other tenants' business); an error never shows a password."""
+    from apidb.urls import redact_text
+
+    live = dict(live)
+    if "error" in live:
+        live["error"] = redact_text(live["error"])
+    tenant = getattr(request.state, "tenant", None)
+    if tenant is not None and tenant.namespaces is not None and proxy.rr is not None:
+        view = proxy.gate.request_router(proxy.rr, tenant, None)
+        live["records"] = len(view.router) if view is not proxy.rr else live.get("records")
+        live.pop("passages_embedded", None)
+    return live
+
+
 def _short(value: Any, limit: int = 256) -> Any:
     """A client-chosen string as the request log shows it: a tool name or model of hundreds of KB
     would grow the log (and block a reader-less pipe) by that much per request."""
@@ -455,7 +471,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
             body.update(upstream=proxy.upstream, k=proxy.k, on_hallucination=proxy.mode,
                         catalog=bool(proxy.rr is not None and proxy.rr.router is not None))
             if live:
-                body["catalog_sync"] = live
+                body["catalog_sync"] = _seen_by(proxy, request, live)
         # degraded still routes (over the last loaded catalog): 200, so a balancer keeps sending
         return JSONResponse(body, status_code=200 if state in ("ok", "degraded") else 503)
 

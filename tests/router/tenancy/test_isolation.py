@@ -150,3 +150,15 @@ def test_every_way_in_with_every_key_form_shows_nothing_of_the_other_tenant(prox
     assert "huggingface" not in text and pin not in text
     sent = json.dumps([dict(q.headers) for q in up.requests])
     assert VISION_KEY not in sent and len(up.requests) == 3
+
+
+def test_healthz_counts_only_the_tenants_own_tools(proxy):
+    sync = {}
+    for key in (VISION_KEY, NLP_KEY):
+        body = httpx.get(proxy["url"] + "/healthz", headers={"x-toolsift-key": key}, timeout=30).json()
+        assert body["status"] == "ok"
+        sync[key] = body.get("catalog_sync", {}).get("records")
+    if sync[VISION_KEY] is None:
+        pytest.skip("this proxy's catalog is not live-synced: /healthz has no catalog_sync")
+    # vision sees torchhub + tensorflowhub, nlp huggingface: neither sees the catalog's total
+    assert sync[VISION_KEY] != sync[NLP_KEY] and sync[NLP_KEY] > sync[VISION_KEY] > 0
