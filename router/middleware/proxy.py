@@ -166,7 +166,7 @@ class Proxy(StreamRelay):
                        route=routed.status, selected=[_short(s["name"]) for s in routed.selected][:32])
         if self.usage_log is not None and ex is not None and status == 200:
             try:
-                record_exchange(self.usage_log, ex)
+                record_exchange(self.usage_log, ex, rec.get("tenant"))
             except OSError as exc:  # a full disk must not fail the client's request
                 log.warning("usage log: %s", exc)
         if self.log_content and ex is not None:

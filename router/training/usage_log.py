@@ -27,6 +27,7 @@ One JSON object per line (format version 2)::
 - ``id`` is the catalog record id when the tool is a catalog tool (the gateway always knows it; the
   proxy when a request's tools are the catalog's), else null; ``called`` is the name the model used.
 - ``verdict`` is the checker's verdict of the call; only valid calls are written.
+- ``tenant`` names the tenant whose request it was (with ``--tenants``; absent otherwise).
 
 Each line is written with one ``write`` to a file opened for appending, under an exclusive file lock,
 so concurrent writers (threads, processes) never interleave lines. When the file would pass
@@ -89,7 +90,7 @@ class UsageLog:
             raise RouterError(f"{self.path}: cannot write the usage log ({exc.strerror or exc})") from None
 
     def line(self, *, source: str, query: str, offered: Sequence[str], called: str, verdict: str,
-             record_id: str | None = None, route: str | None = None) -> dict[str, Any]:
+             record_id: str | None = None, route: str | None = None, tenant: str | None = None) -> dict[str, Any]:
         query = scrub(query[:MAX_QUERY_CHARS])  # first: nothing below may tell a redacted secret
         digest = hmac.new(self._key, query.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
         out: dict[str, Any] = {"v": VERSION, "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -98,6 +99,8 @@ class UsageLog:
             out["query"] = query
         names = [n for n in offered if len(n) <= MAX_NAME_CHARS][:MAX_OFFERED]
         out.update(offered=names, called=called, id=record_id, verdict=verdict)
+        if tenant:  # whose request it was (router.tenancy.keys.client_id decides): tune per tenant
+            out["tenant"] = tenant
         return out
 
     def record(self, **event: Any) -> None:

@@ -21,7 +21,7 @@ from apidb.catalog import Catalog
 from tests.router.middleware.test_proxy_hardening import free_port, wait_health
 from tests.router.middleware.test_tenants import NLP_KEY, SUMMARIZE, UPSTREAM_KEY, VISION_KEY, write_tenants
 from tests.support.scripted_apis import message, response
-from tests.support.scripted_upstream import ScriptedUpstream, completion
+from tests.support.scripted_upstream import ScriptedUpstream, call_first_tool, completion
 
 _SCRIPT = Path(sys.executable).parent / "toolsift"
 
@@ -44,11 +44,12 @@ def proxy(tmp_path_factory):
     with ScriptedUpstream(repeat_last=True) as up:
         proc = subprocess.Popen([str(_SCRIPT), "serve", "openai", "--upstream", up.base_url, "--db", str(db),
                                  "--tenants", str(write_tenants(tmp / "tenants.toml")), "--inject-catalog",
-                                 "--method", "bm25", "-k", "4", "--port", str(port), "--pin", pin],
+                                 "--method", "bm25", "-k", "4", "--port", str(port), "--pin", pin,
+                                 "--usage-log", str(tmp / "usage.jsonl")],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             wait_health(f"http://127.0.0.1:{port}", proc)
-            yield {"url": f"http://127.0.0.1:{port}", "up": up, "pin": pin}
+            yield {"url": f"http://127.0.0.1:{port}", "up": up, "pin": pin, "usage": tmp / "usage.jsonl"}
         finally:
             proc.terminate()
             _, log = proc.communicate(timeout=30)
@@ -162,3 +163,18 @@ def test_healthz_counts_only_the_tenants_own_tools(proxy):
         pytest.skip("this proxy's catalog is not live-synced: /healthz has no catalog_sync")
     # vision sees torchhub + tensorflowhub, nlp huggingface: neither sees the catalog's total
     assert sync[VISION_KEY] != sync[NLP_KEY] and sync[NLP_KEY] > sync[VISION_KEY] > 0
+
+
+def test_usage_log_lines_name_the_tenant(proxy):
+    up = proxy["up"]
+    up.clear()
+    up.set_script(call_first_tool)
+    tools = [{"type": "function", "function": {"name": f"detector_{i}", "description": "detect objects in images",
+                                               "parameters": {"type": "object", "properties": {}}}} for i in range(6)]
+    before = proxy["usage"].read_text().splitlines() if proxy["usage"].exists() else []
+    for key in (VISION_KEY, NLP_KEY):
+        r = post(proxy, "/v1/chat/completions", {"model": "m", "messages": [
+            {"role": "user", "content": "detect objects in images"}], "tools": tools}, key)
+        assert r.status_code == 200
+    lines = [json.loads(x) for x in proxy["usage"].read_text().splitlines()[len(before):]]
+    assert [x.get("tenant") for x in lines] == ["vision", "nlp"]
