@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
-
 from .errors import CatalogError
+from .urls import redact_text, redact_url, url_problem
 
 SCHEMA = "toolsift"
 CHANNEL = "toolsift_catalog"
@@ -29,15 +28,8 @@ def is_server_url(location: object) -> bool:
 
 
 def display_url(url: str) -> str:
-    """The URL without its password: what messages, /healthz and logs show."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" if parts.username else host
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """The URL without its credentials (apidb.urls): what messages, /healthz and logs show."""
+    return redact_url(url)
 
 
 def connect_timeout() -> int:
@@ -57,6 +49,9 @@ def connect(url: str, *, readonly: bool = False, autocommit: bool = True):
     except ImportError:  # pragma: no cover - psycopg is a dependency
         raise CatalogError(f"{display_url(url)}: PostgreSQL catalogs need psycopg (pip install "
                            "'psycopg[binary]')") from None
+    problem = url_problem(url)
+    if problem is not None:  # before libpq: its messages about a bad URL would quote it whole
+        raise CatalogError(f"{display_url(url)}: not a usable PostgreSQL URL: {problem}")
     options = f"-c search_path={SCHEMA}" + (" -c default_transaction_read_only=on" if readonly else "")
     try:
         return psycopg.connect(url, autocommit=autocommit, connect_timeout=connect_timeout(), options=options,
@@ -67,7 +62,7 @@ def connect(url: str, *, readonly: bool = False, autocommit: bool = True):
 
 
 def _first_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())  # psycopg's messages span lines; ours are one
+    text = redact_text(" ".join(str(exc).split()))  # psycopg's messages span lines; ours are one
     return (text or type(exc).__name__)[:300]
 
 
@@ -149,7 +144,11 @@ class PostgresStore:
             return CatalogError(f"{self.where}: the catalog is being written by another process (waited "
                                 f"{self.timeout:g}s; set TOOLSIFT_LOCK_TIMEOUT to wait longer)"
                                 f"{'; nothing was changed' if doing == 'write' else ''}")
-        if isinstance(exc, self._psycopg.OperationalError) or self._conn.closed:
+        # the connection is gone: closed, a client-side failure (no SQLSTATE), class 08 (connection)
+        # or 57P (shutdown); a limit the server names (54000 ...) is an error of the write instead
+        state = getattr(exc, "sqlstate", None) or ""
+        if self._conn.closed or (isinstance(exc, self._psycopg.OperationalError)
+                                 and (not state or state.startswith(("08", "57P")))):
             return CatalogError(f"{self.where}: lost the connection to the PostgreSQL server ({text})"
                                 f"{'; nothing was changed' if doing == 'write' else ''}")
         if isinstance(exc, errors.ReadOnlySqlTransaction):

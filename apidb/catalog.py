@@ -34,6 +34,23 @@ SCHEMA_VERSION = 1
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM records"
 _UPSERT = (f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))}) "
            f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}")
+# What one record's keys may hold, the same in both stores (issue 42): PostgreSQL's btree refuses an
+# index entry over ~2.7 KB (the id is the primary key, the namespace indexed), SQLite has no limit,
+# so a long name was accepted by one and refused by the other. In UTF-8 bytes, with room to spare.
+MAX_ID_BYTES = 1024
+MAX_NAMESPACE_BYTES = 256
+
+
+def check_limits(rec: ApiRecord) -> None:
+    """CatalogError naming the record and field when its keys pass the store limits."""
+    for field, value, limit in (("namespace", rec.namespace, MAX_NAMESPACE_BYTES), ("id", rec.id, MAX_ID_BYTES)):
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            what = "namespace" if field == "namespace" else "name (the id is namespace/name)"
+            raise CatalogError(f"record {value[:60]!r}...: field {field!r} is {size:,} bytes; a record's {what} "
+                               f"may be at most {limit:,} bytes (UTF-8) in either store")
+
+
 _SET_META = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 # {blob}: BLOB in SQLite, BYTEA in PostgreSQL; everything else reads the same in both
 _SCHEMA = """
@@ -281,6 +298,7 @@ class Catalog(StoredData):
         """
         incoming: dict[str, ApiRecord] = {}
         for rec in records:
+            check_limits(rec)
             if rec.id in incoming:
                 raise CatalogError(f"duplicate record id {rec.id!r} in one load")
             incoming[rec.id] = rec

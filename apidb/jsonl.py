@@ -6,6 +6,7 @@ the file and the line.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -47,11 +48,32 @@ class TextFileError(ValueError):
     """A file cannot be read as UTF-8 text; the message names the file and why."""
 
 
-def read_utf8(path: str | Path, what: str) -> str:
-    """The text of ``path``; `TextFileError` names the file (``what`` says which file it was meant to be)."""
+MAX_TEXT_BYTES = 1 << 30  # an input file over 1 GiB is refused, not read into memory first
+
+
+def read_utf8(path: str | Path, what: str, *, max_bytes: int = MAX_TEXT_BYTES, regular_only: bool = False) -> str:
+    """The text of ``path`` (line ends as Python's text mode makes them); `TextFileError` names
+    the file (``what`` says which file it was meant to be).
+
+    The one input reader's limits (issue 42): a device (``/dev/zero``) is refused, so is a file
+    over ``max_bytes`` (read no further than that), and with ``regular_only`` anything but a
+    regular file (a FIFO would block until a writer comes, for ever when none does)."""
+    import stat as st
+
     try:
-        return Path(path).read_text(encoding="utf-8")
+        mode = os.stat(path).st_mode
+        if st.S_ISCHR(mode) or st.S_ISBLK(mode) or (regular_only and not st.S_ISREG(mode) and not st.S_ISDIR(mode)):
+            kind = "a device" if st.S_ISCHR(mode) or st.S_ISBLK(mode) else "a FIFO" if st.S_ISFIFO(mode) else \
+                "a socket" if st.S_ISSOCK(mode) else "not a regular file"
+            raise TextFileError(f"{path}: cannot read {what} (it is {kind}, not a file)")
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
     except OSError as exc:
         raise TextFileError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:
+        raise TextFileError(f"{path}: {what} is over the limit of {max_bytes / 2**20:g} MiB")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TextFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")

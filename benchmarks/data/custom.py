@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from apidb.urls import redact_url
 from router.errors import RouterError
 from router.training.labelled import load_labelled
 
@@ -25,7 +26,7 @@ def load_custom(db: str | Path, queries: str | Path, name: str | None = None) ->
         raise DatasetError(str(exc)) from None
     out = [Query(q.id, q.text, set(q.relevant), {"line": q.line}) for q in data.queries]
     return Dataset(name or f"custom:{data.path.stem}", data.records, out,
-                   notes=[f"your catalog {data.db} ({len(data.records):,} tools) and {len(out):,} labelled queries "
+                   notes=[f"your catalog {redact_url(str(data.db))} ({len(data.records):,} tools) and {len(out):,} labelled queries "
                           f"from {data.path}"])
 
 

@@ -104,7 +104,9 @@ def main() -> None:
         )
 
         sys.stdout.flush()
-        typer.echo(f"error: {printable(exc)}", err=True)
+        from apidb.urls import redact_text  # whatever a message quotes, never a URL's credentials
+
+        typer.echo(f"error: {printable(redact_text(exc))}", err=True)
         sys.exit(USAGE)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)

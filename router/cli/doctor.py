@@ -125,6 +125,10 @@ def doctor(db: Db = None, index_dir: IndexDir = None, as_json: Json = False) -> 
     checks.append(_check("HF_HUB_OFFLINE", "ok" if offline else "warn",
                          "1: models load from the local cache only" if offline else
                          "not set: a missing model may be downloaded"))
+    from apidb.urls import redact_text
+
+    for c in checks:  # a --db or $TOOLSIFT_DB URL is shown, never its password (apidb.urls)
+        c["detail"] = redact_text(c["detail"])
     failed = [c for c in checks if c["status"] == "fail"]
     if wants_json(as_json):
         print_json({"ok": not failed, "checks": checks})

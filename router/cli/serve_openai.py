@@ -95,10 +95,19 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     # cheap checks first: every mistake is one line before the port is even taken
     check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
     shown = Upstream(upstream).display  # also rejects a URL that is not http(s); never shows credentials
-    if max_body_mb <= 0:
+    import math
+
+    # NaN compares false with everything and inf overflowed int(): both are refused by name
+    if not (math.isfinite(max_body_mb) and max_body_mb > 0):
         raise CliError(f"--max-body-mb must be positive, got {max_body_mb:g}")
-    if k < 1:
-        raise CliError(f"-k must be at least 1, got {k}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise CliError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if not 1 <= k <= 128:  # the most tools the APIs accept in one request
+        raise CliError(f"-k must be from 1 to 128, got {k}")
+    if token_budget is not None and token_budget < 1:
+        raise CliError(f"--token-budget must be at least 1, got {token_budget}")
+    if max_repairs < 0:
+        raise CliError(f"--max-repairs must be 0 or more, got {max_repairs}")
     if max_request_tools < 1:
         raise CliError(f"--max-request-tools must be at least 1, got {max_request_tools}")
     if method not in ("hybrid", "bm25", "dense"):

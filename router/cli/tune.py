@@ -54,10 +54,11 @@ def tune(db: Db = None,
 
     from router.encoders.model import require_train
     from router.training.labelled import load_labelled
-    from router.training.tune import TuneConfig, check_destination, record_weights, split_holdout
+    from router.training.tune import TuneConfig, check_destination, check_numbers, record_weights, split_holdout
     from router.training.tune import tune as run_tune
 
     require_train("`toolsift tune`")
+    check_numbers(learning_rate, seed)
     check_destination(out)
     if negatives not in ("in-batch", "router"):
         raise RouterError(f"--negatives: use in-batch or router, not {negatives!r}")
@@ -106,7 +107,10 @@ def tune(db: Db = None,
 
         out_console.print("  no held-out queries: nothing measured, and the hybrid keeps the default fusion "
                           f"weights {RouterConfig().weights}", highlight=False)
-    out_console.print(f"use it: toolsift index --db {catalog_path(db)} --model {out}", highlight=False)
+    from apidb.urls import redact_url
+
+    out_console.print(f"use it: toolsift index --db {redact_url(str(catalog_path(db)))} --model {out}",
+                      highlight=False)
 
 
 def _busy(message: str, quiet: bool):

@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from ..errors import RouterError
+from ..locks import cache_folder
 from .model import (BASE_MODEL, DEFAULT_MODEL, check_model, file_lock, folder_fingerprint, fresh_model,  # noqa: F401
                     load_model, model_identity, model_path)  # (re-exported: callers import the model helpers from here)
 from .onnx_encoder import OnnxEncoder, span_vectors  # light: onnxruntime and tokenizers load on first use
@@ -260,7 +261,7 @@ class EmbeddingCache:
         with self._lock:
             if not self._dirty:
                 return
-            self.dir.mkdir(parents=True, exist_ok=True)
+            cache_folder(self.dir)
             with file_lock(self.path.with_suffix(".lock")):
                 self._merge_and_write()
             self._dirty = False

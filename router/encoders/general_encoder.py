@@ -121,12 +121,12 @@ def materialize(base_dir: str | os.PathLike[str], delta: Path = DELTA_FILE) -> s
     """The merged model's folder, written on first use (atomically; concurrent callers serialize)."""
     from safetensors.numpy import save_file
 
-    from ..locks import file_lock
+    from ..locks import cache_folder, file_lock
 
     folder = cache_root() / f"{GENERAL_MODEL}-{delta_sha(delta)}"
     if (folder / WEIGHTS).is_file():
         return str(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    cache_folder(folder.parent)
     with file_lock(folder.parent / f".{folder.name}.lock"):
         if (folder / WEIGHTS).is_file():
             return str(folder)

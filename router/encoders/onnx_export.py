@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import RouterError
+from ..locks import cache_folder
 from .model import file_lock
 
 # Bump when the export recipe changes: older export directories are then ignored. An int8
@@ -80,7 +81,7 @@ def ensure_export(model_dir: str, fingerprint: str, check_texts: Sequence[str] =
 
     print(f"toolsift: converting {Path(model_dir).name} for ONNX Runtime (once per model; 15-160 s) ...",
           file=sys.stderr, flush=True)
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    cache_folder(directory.parent)
     with file_lock(directory.parent / f".{directory.name}.lock"):
         meta = read_meta(directory)  # another process may have finished it while we waited
         if meta is None:

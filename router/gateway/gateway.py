@@ -364,7 +364,8 @@ class Gateway:
             if searcher == who and name in offered:
                 try:
                     self.usage_log.record(source="gateway", query=query, offered=sorted(offered), called=name,
-                                          verdict=verdict, record_id=record.id, route="search_tools")
+                                          verdict=verdict, record_id=record.id, route="search_tools",
+                                          tenant=who or None)
                 except OSError as exc:  # a full disk must not fail the call
                     log.warning("usage log: %s", exc)
                 return

@@ -145,6 +145,23 @@ def prompt_named(messages: Any, names: Sequence[str]) -> set[str]:
     return hit if len(hit) <= MAX_PROMPT_NAMED else set()
 
 
+# The same refusal in the words of the other APIs (issue 37, item 5): what routing found missing,
+# named after each API's own fields.
+NO_TEXT = {
+    "responses": "cannot choose tools for this request: 'input' holds no user message with text to route on "
+                 "(send at most k function tools, or pin the ones needed)",
+    "messages": "cannot choose tools for this request: 'messages' hold no user text block to route on "
+                "(send at most k tools, or pin the ones needed)",
+}
+
+
+def in_api_words(api: str, message: str) -> str:
+    """A routing refusal (`rankable_messages`) as ``api``'s client should read it."""
+    if "no user turn with text to route on" in message and api in NO_TEXT:
+        return NO_TEXT[api]
+    return message
+
+
 def forced_names(body: dict, pinned: Iterable[str], names: Sequence[str] = (),
                  control: Sequence[str] = CONTROL_TOOLS, keep: Iterable[str] = (),
                  loop: Iterable[str] = ()) -> dict[str, str]:

@@ -20,8 +20,9 @@ complete, so a streamed answer's verdicts are sent as an SSE comment line
 are annotated, never repaired or rejected.
 
 Errors: upstream status + body + headers are passed through; upstream timeout → 504; upstream
-unreachable → 502; a non-JSON upstream answer → 502; a malformed request → 400; a body over the
-limit → 413 (also when sent chunked); a missing/wrong proxy key → 401; a client that hangs up is
+unreachable → 502; a non-JSON upstream answer → 502; a malformed request → 400 (in the API's own
+words, router/middleware/validate.py); a body over the limit → 413 (also when sent chunked); a body
+not received within ``body_timeout`` (30 s) → 408; a missing/wrong proxy key → 401; a client that hangs up is
 logged as 499 (no traceback); anything unexpected → 500 with a JSON error (the process keeps serving).
 """
 # no `from __future__ import annotations`: FastAPI must see the real `Request` class in the
@@ -38,12 +39,13 @@ from typing import Any, Callable, Optional
 from apidb.errors import ToolsiftError
 from router.errors import NamespaceRefused
 from router.tenancy.gate import Gate
-from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER
+from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER, client_id
 
 from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_header
 from .errors import MiddlewareError, RequestError, WireError
 from .messages import MESSAGES
 from .metrics import Metrics
+from .policy import in_api_words
 from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
@@ -52,6 +54,7 @@ from .deferred import for_request
 from .responses import RESPONSES
 from .server import warm_up_request_path
 from .upstream import Upstream, request_headers, response_headers
+from .validate import check_request
 from .usage import record_exchange
 
 log = logging.getLogger("toolsift.proxy")
@@ -62,6 +65,10 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooSlow(Exception):
+    pass
+
+
 class Proxy(StreamRelay):
     """The proxy's state and handlers; `create_app` wires them into FastAPI."""
 
@@ -69,8 +76,9 @@ class Proxy(StreamRelay):
                  max_repairs: int = 2, api_key: Optional[str] = None, log_content: bool = False,
                  timeout: float = 60.0, max_body_bytes: int = 64 * 2**20,
                  loader: Optional[Callable[[], RequestRouter]] = None, k: int = 5, tenants: Any = None,
-                 usage_log: Any = None) -> None:
+                 usage_log: Any = None, body_timeout: float = 30.0) -> None:
         check_mode(on_hallucination, PROXY_MODES, "--on-hallucination")
+        self.body_timeout = body_timeout  # the whole request body, from the first byte read
         self.up = Upstream(upstream)
         self.upstream = self.up.display  # what /healthz and the start-up line show: no credentials
         self.mode, self.max_repairs, self.k = on_hallucination, max_repairs, (rr.k if rr else k)
@@ -159,10 +167,10 @@ class Proxy(StreamRelay):
             rec.update(upstream_ms=round(ex.upstream_ms, 2), own_ms=round(own, 2))
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
-                       route=routed.status, selected=[s["name"] for s in routed.selected][:32])
+                       route=routed.status, selected=[_short(s["name"]) for s in routed.selected][:32])
         if self.usage_log is not None and ex is not None and status == 200:
             try:
-                record_exchange(self.usage_log, ex)
+                record_exchange(self.usage_log, ex, rec.get("tenant"))
             except OSError as exc:  # a full disk must not fail the client's request
                 log.warning("usage log: %s", exc)
         if self.log_content and ex is not None:
@@ -190,30 +198,39 @@ class Proxy(StreamRelay):
         if declared and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _TooLarge()
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _TooLarge()
-            chunks.append(chunk)
+        try:  # a client that trickles its body holds a socket and memory: it gets body_timeout in all
+            async with asyncio.timeout(self.body_timeout):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > self.max_body_bytes:
+                        raise _TooLarge()
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise _TooSlow() from None
         return b"".join(chunks)
 
     def parse(self, raw: bytes, api: Api, rr: RequestRouter) -> Any:
-        """The request body (ValueError: not JSON; WireError / RequestError: wrong shape or too many tools)."""
-        if api is CHAT:
-            return read_request(raw, max_tools=rr.max_request_tools)
-        import orjson
-
+        """The request body, checked against its API's shape before any work (router/middleware/
+        validate.py). ValueError: not JSON, or nested too deeply; WireError / RequestError: wrong
+        shape (in the API's own words) or too many tools."""
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(str(exc)) from None
-        if not isinstance(body, dict):
-            raise RequestError(f"request body must be a JSON object, got {type(body).__name__}")
-        tools = body.get("tools")
-        if isinstance(tools, list):
-            from .policy import check_tool_count
+            if api is CHAT:
+                body = read_request(raw, max_tools=rr.max_request_tools)
+            else:
+                import orjson
 
-            check_tool_count(len(tools), rr.max_request_tools)
+                try:
+                    body = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise ValueError(str(exc)) from None
+                tools = body.get("tools") if isinstance(body, dict) else None
+                if isinstance(tools, list):
+                    from .policy import check_tool_count
+
+                    check_tool_count(len(tools), rr.max_request_tools)
+            check_request(api.name, body)
+        except RecursionError:  # msgspec decodes as deep as Python recurses: refuse, never 500
+            raise ValueError("the JSON nests too deeply") from None
         return body
 
     # -- handlers
@@ -236,6 +253,9 @@ class Proxy(StreamRelay):
                 status = 413
                 return _error(413, f"request body is over the proxy's limit of {self.max_body_bytes / 2**20:g} MB "
                               "(--max-body-mb)", "request_too_large", api)
+            except _TooSlow:
+                status = 408
+                return _error(408, f"request body not received within {self.body_timeout:g} s", "request_timeout", api)
             rec["body_ms"] = round((time.perf_counter() - t_body) * 1000, 2)  # the client's upload, not ours
             tenant = request.state.tenant
             if tenant is not None:
@@ -251,7 +271,7 @@ class Proxy(StreamRelay):
             except ValueError as exc:
                 status = 400
                 return _error(400, f"request body is not valid JSON: {exc}", "invalid_request_error", api)
-            memory = self.memory.for_tenant(tenant.name if tenant is not None else None)
+            memory = self.memory.for_tenant(client_id(tenant, headers))
             earlier = memory.loaded(body.get("previous_response_id")) if api is RESPONSES else []
             body, deferral, keep = for_request(api.name, body, keep, earlier)  # the providers' tool searches
             ex = Exchange(rr, body, self.mode, self.max_repairs, api=api, keep=keep, search_streams=True, memory=memory,
@@ -265,8 +285,8 @@ class Proxy(StreamRelay):
                 send = ex.start() if rr.warm(body) else await run_in_threadpool(ex.start)
             except RequestError as exc:
                 status = 400
-                return _error(400, str(exc), "invalid_request_error", api)
-            rec.update(model=body.get("model"), stream=bool(send.get("stream")))
+                return _error(400, in_api_words(api.name, str(exc)), "invalid_request_error", api)
+            rec.update(model=_short(body.get("model")), stream=bool(send.get("stream")))
             if send.get("stream"):
                 resp = await self.stream(send, headers, ex, rec, t0)
                 status = -1 if resp.status_code == 200 else resp.status_code  # a stream logs itself at its end
@@ -365,6 +385,8 @@ class Proxy(StreamRelay):
                 resp = Response(r.content, status_code=r.status_code, headers={**response_headers(r.headers), **note})
             except _TooLarge:
                 resp = _error(413, "request body is over the proxy's limit (--max-body-mb)", "request_too_large")
+            except _TooSlow:
+                resp = _error(408, f"request body not received within {self.body_timeout:g} s", "request_timeout")
             except httpx.TimeoutException:
                 resp = _error(504, f"upstream did not answer within {self.timeout:g} s", "upstream_timeout")
             except httpx.TransportError as exc:
@@ -374,6 +396,29 @@ class Proxy(StreamRelay):
         self.log_line({"path": request.url.path, "method": request.method, "forwarded": True,
                        "status": resp.status_code, "ms": round((time.perf_counter() - t0) * 1000, 2)})
         return resp
+
+
+def _seen_by(proxy: "Proxy", request: Any, live: dict) -> dict:
+    """The catalog's sync state as one client may see it: a tenant's count is of its own tools
+    (the whole catalog's size is the other tenants' business); an error never shows a password."""
+    from apidb.urls import redact_text
+
+    live = dict(live)
+    if "error" in live:
+        live["error"] = redact_text(live["error"])
+    tenant = getattr(request.state, "tenant", None)
+    if tenant is not None and tenant.namespaces is not None and proxy.rr is not None:
+        view = proxy.gate.request_router(proxy.rr, tenant, None)
+        live["records"] = len(view.router) if view is not proxy.rr else live.get("records")
+        live.pop("passages_embedded", None)
+    return live
+
+
+def _short(value: Any, limit: int = 256) -> Any:
+    """A client-chosen string as the request log shows it: a tool name or model of hundreds of KB
+    would grow the log (and block a reader-less pipe) by that much per request."""
+    return value[:limit] + f"...[{len(value) - limit} more chars]" if isinstance(value, str) and len(value) > limit \
+        else value
 
 
 def _answer_of(response: Any) -> Any:
@@ -390,7 +435,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
                request_router: Optional[RequestRouter] = None, max_body_mb: float = 64.0,
                model: Optional[str] = None, inject: bool = False, max_request_tools: Optional[int] = None,
                loader: Optional[Callable[[], RequestRouter]] = None, tenants: Any = None, usage_log: Any = None,
-               tool_search: bool = False):
+               tool_search: bool = False, body_timeout: float = 30.0):
     """The FastAPI app. ``router``: a `router.Router`, a catalog path, or None. ``inject``: add
     catalog tools to requests that bring none (off by default). Request bodies over ``max_body_mb``
     are refused with 413. ``model``: the embedding model for tool lists that come with requests
@@ -414,7 +459,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         rr = None
     proxy = Proxy(upstream, rr, on_hallucination=on_hallucination, max_repairs=max_repairs, api_key=api_key,
                   log_content=log_content, timeout=timeout, max_body_bytes=int(max_body_mb * 2**20), loader=loader,
-                  k=k, tenants=tenants, usage_log=usage_log)
+                  k=k, tenants=tenants, usage_log=usage_log, body_timeout=body_timeout)
 
     @asynccontextmanager
     async def lifespan(app):
@@ -441,7 +486,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
             body.update(upstream=proxy.upstream, k=proxy.k, on_hallucination=proxy.mode,
                         catalog=bool(proxy.rr is not None and proxy.rr.router is not None))
             if live:
-                body["catalog_sync"] = live
+                body["catalog_sync"] = _seen_by(proxy, request, live)
         # degraded still routes (over the last loaded catalog): 200, so a balancer keeps sending
         return JSONResponse(body, status_code=200 if state in ("ok", "degraded") else 503)
 

@@ -262,9 +262,13 @@ class RequestRouter:
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
         `router.tenancy.scope.ScopedRouter`). The caches of request tool lists are shared: they hold only
-        tools that requests brought, never catalog tools."""
+        tools that requests brought, never catalog tools. Pins naming only catalog tools outside
+        the view are dropped from it."""
         clone = copy.copy(self)
         clone.router, clone._names, clone._lock = router, None, threading.Lock()
+        foreign = getattr(router, "foreign", None)
+        if foreign is not None:  # a pin of a catalog tool outside the view means nothing in it
+            clone.pinned = tuple(p for p in self.pinned if not foreign(p))
         return clone
 
     def pass_through(self, body: dict, reason: str) -> RoutedRequest:

@@ -6,14 +6,16 @@
   dropping its own ``/v1`` prefix, so clients configured with or without ``/v1`` both work.
 - Header fidelity: the upstream's headers (request ids, rate-limit and ``retry-after``) come back
   to the client, except hop-by-hop ones and those the proxy rewrites (length, encoding).
-- Credentials (issue 19): a URL's user, password and query string are never printed, logged or
-  served; `Upstream.display` is the redacted form and `Upstream.redact` scrubs any text (an
+- Credentials (issues 19, 42): a URL's user-info and secret query values are never printed, logged
+  or served (apidb.urls, the one redaction of every printer); `Upstream.display` is the redacted form and `Upstream.redact` scrubs any text (an
   httpx error message can quote the URL).
 """
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
+
+from apidb.urls import redact_text, redact_url, url_problem
 
 from .errors import RequestError
 
@@ -31,14 +33,20 @@ class Upstream:
     """An upstream base URL: targets for client paths, and a display form without secrets."""
 
     def __init__(self, url: str, option: str = "--upstream") -> None:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RequestError(f"{option} must be an http(s) URL, got {_redact_url(url)!r}")
+        problem = url_problem(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+            bad = parts.scheme not in ("http", "https") or not parts.hostname or parts.port == 0
+        except ValueError as exc:  # an unclosed IPv6 bracket, a port that is no number
+            bad, problem = True, problem or str(exc)
+        if bad or problem:
+            why = f" ({problem})" if problem and problem != "not a URL (scheme://host...)" else ""
+            raise RequestError(f"{option} must be an http(s) URL, got {redact_url(url)!r}{why}")
         path = parts.path.rstrip("/")
         self.base = urlunsplit((parts.scheme, parts.netloc, path or "/v1", "", "")).rstrip("/")
         self._query = parts.query
         self.secrets = [s for s in (parts.password, parts.username, parts.query) if s]
-        self.display = _redact_url(self.base)
+        self.display = redact_url(self.base)
 
     def target(self, path: str, query: str = "") -> str:
         """The upstream URL for a client's path (``/v1/x`` and ``/x`` both map to ``base/x``)."""
@@ -47,24 +55,12 @@ class Upstream:
         return f"{self.base}{rest}" + (f"?{q}" if q else "")
 
     def redact(self, text: Any) -> str:
-        """``text`` with the URL's user, password and query string replaced by ``***``."""
+        """``text`` with the URL's user, password and query string replaced by ``***``, and every
+        URL in it redacted (apidb.urls)."""
         out = str(text)
         for secret in sorted(self.secrets, key=len, reverse=True):
             out = out.replace(secret, "***")
-        return out
-
-
-def _redact_url(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    if parts.username or parts.password:
-        host = f"***@{host}"
-    return urlunsplit((parts.scheme, host, parts.path, "***" if parts.query else "", ""))
+        return redact_text(out)
 
 
 def request_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -11,7 +11,7 @@ from typing import Any
 from .request import tool_name
 
 
-def record_exchange(log: Any, ex: Any) -> int:
+def record_exchange(log: Any, ex: Any, tenant: str | None = None) -> int:
     """Write the valid, offered calls of a finished `Exchange` to ``log``; how many lines."""
     routed = ex.routed
     if log is None or routed is None or not ex.checks or routed.status not in ("routed", "all"):
@@ -34,6 +34,6 @@ def record_exchange(log: Any, ex: Any) -> int:
             name = tool_name(call)
             if name and name in offered:
                 log.record(source="proxy", query=query, offered=offered, called=name, verdict=verdict,
-                           record_id=routed.ids.get(name), route=routed.status)
+                           record_id=routed.ids.get(name), route=routed.status, tenant=tenant)
                 written += 1
     return written

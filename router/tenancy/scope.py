@@ -30,6 +30,7 @@ class ScopedRouter:
         self.records = router.records if self.unrestricted else [r for r in router.records if r.namespace in visible]
         self._ids = {r.id for r in self.records}
         self._by_name: dict[str, list[str]] = {}
+        self._base_names: set[str] | None = None
         for r in self.records:
             for key in {r.name, r.openai_name()}:
                 self._by_name.setdefault(key, []).append(r.id)
@@ -68,6 +69,16 @@ class ScopedRouter:
         full = self.unrestricted and len(spaces) == len(self.allowed)
         return self.base.select(query_or_messages, k, pinned=list(dict.fromkeys(pins)),
                                 include_namespaces=None if full else spaces, candidates=candidates, **options)
+
+    def foreign(self, pin: str) -> bool:
+        """Whether ``pin`` (an id or a tool name) names only catalog tools outside this scope: a
+        proxy-wide pin of another tenant's tool, which must mean nothing here (not even when a
+        request brings a tool of that name: ``"reason": "pinned"`` would confirm it)."""
+        if self.unrestricted or self._pin_ids(pin):
+            return False
+        if self._base_names is None:
+            self._base_names = {key for r in self.base.records for key in (r.id, r.name, r.openai_name())}
+        return pin in self._base_names
 
     def _pin_ids(self, pin: str) -> list[str]:
         """The record ids a pin (an id or a tool name) means inside this scope."""

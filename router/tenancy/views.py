@@ -3,8 +3,9 @@
 `toolsift serve mcp --transport http --tenants FILE` reads the tenants file of `router.tenancy.tenants`;
 a tenant's namespaces are server names of the `mcpServers` config. Every HTTP request must carry
 a tenant's key, as ``X-Toolsift-Key: KEY`` or ``Authorization: Bearer KEY`` (what MCP clients'
-``headers`` settings and bearer-token options send); anything else is answered 401 before the MCP
-layer sees it (`KeyCheck`). The gateway does not forward client headers to upstream servers, so
+``headers`` settings and bearer-token options send; router.tenancy.keys reads it); anything else is
+answered 401 before the MCP layer sees it (`KeyCheck`), and a session belongs to the tenant that
+opened it. The gateway does not forward client headers to upstream servers, so
 the bearer can be the key itself.
 
 For a tenant, the gateway is a gateway of its servers only: `search_tools` ranks among their
@@ -17,6 +18,7 @@ gateway, so tenants need the HTTP transport.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from ..errors import TenancyError
@@ -29,26 +31,62 @@ from .tenants import Tenant, Tenants
 Directory = Any
 
 
+SESSION_HEADER = "mcp-session-id"
+MAX_SESSIONS = 65_536  # session owners remembered (the oldest forgotten first)
+
+
 class KeyCheck:
-    """ASGI middleware: an HTTP request without a tenant's key gets 401 (a JSON-RPC error body)."""
+    """ASGI middleware: an HTTP request without a tenant's key gets 401 (a JSON-RPC error body).
+
+    It also binds each MCP session to the tenant that opened it: the session id the server hands
+    out (``Mcp-Session-Id``) is remembered with its tenant's name, and another tenant's request
+    naming that session (a POST, GET or DELETE) is answered 404, exactly as an unknown session is,
+    so one tenant can neither use, end nor learn of another's session."""
 
     def __init__(self, app: Any, tenants: Tenants) -> None:
         self.app, self.tenants = app, tenants
+        self._owners: OrderedDict[str, str] = OrderedDict()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            from starlette.datastructures import Headers
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from starlette.datastructures import Headers
 
-            if self.tenants.identify(presented_key(Headers(scope=scope))) is None:
-                body = json.dumps({"jsonrpc": "2.0", "id": None,
-                                   "error": {"code": -32001, "message": UNAUTHORIZED}}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()),
-                                        (b"www-authenticate", b'Bearer realm="toolsift-gateway"')]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+        headers = Headers(scope=scope)
+        tenant = self.tenants.identify(presented_key(headers))
+        if tenant is None:
+            await _json_error(send, 401, -32001, UNAUTHORIZED,
+                              [(b"www-authenticate", b'Bearer realm="toolsift-gateway"')])
+            return
+        session = headers.get(SESSION_HEADER)
+        if session is not None and self._owners.get(session, tenant.name) != tenant.name:
+            await _json_error(send, 404, -32600, "Session not found")  # the words of an unknown session
+            return
+        if session is not None and scope.get("method") == "DELETE":
+            self._owners.pop(session, None)
+
+        async def bind(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers") or []:
+                    if name.lower() == SESSION_HEADER.encode():
+                        sid = value.decode("latin-1")
+                        if sid not in self._owners:
+                            self._owners[sid] = tenant.name
+                            while len(self._owners) > MAX_SESSIONS:
+                                self._owners.popitem(last=False)
+            await send(message)
+
+        await self.app(scope, receive, bind)
+
+
+async def _json_error(send: Any, status: int, code: int, message: str,
+                      extra: list[tuple[bytes, bytes]] = ()) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *extra]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def tenant_of(ctx: Any, tenants: Tenants | None) -> Tenant | None:

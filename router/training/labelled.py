@@ -39,15 +39,15 @@ class LabelledSet:
 
     records: list[ApiRecord]
     queries: list[LabelledQuery]
-    db: Path
+    db: Path | str  # a file, or a PostgreSQL URL
     path: Path
 
 
-def _catalog_records(db: Path) -> list[ApiRecord]:
-    if not db.is_file():
+def _catalog_records(db: str | Path) -> list[ApiRecord]:
+    if not is_server_url(db) and not Path(db).is_file():  # a URL is opened (and said) by Catalog, not a path
         raise RouterError(f"{db}: no such catalog (build one with `toolsift catalog add ... --db {db}`)")
     try:
-        with Catalog(db) as cat:
+        with Catalog.open(db, readonly=True) as cat:
             records = cat.records()
     except CatalogError as exc:
         raise RouterError(str(exc)) from None
@@ -58,7 +58,7 @@ def _catalog_records(db: Path) -> list[ApiRecord]:
 
 def load_usage_log(db: str | Path, logs: list[Path]) -> tuple[LabelledSet, LogExamples]:
     """The labelled queries a usage log teaches (router.training.usage_log), against catalog ``db``."""
-    db = Path(db)
+    db = catalog_location(db)
     records = _catalog_records(db)
     found = examples(logs, records)
     queries = [LabelledQuery(qid, text, frozenset(rel), n) for n, (qid, text, rel) in enumerate(found.queries, 1)]
@@ -70,11 +70,12 @@ def load_usage_log(db: str | Path, logs: list[Path]) -> tuple[LabelledSet, LogEx
 def load_labelled(db: str | Path, queries: str | Path, *, records: list[ApiRecord] | None = None) -> LabelledSet:
     """Read catalog ``db`` and the labelled ``queries`` file; RouterError names file, line and field.
     With ``records`` (e.g. a registry of Python functions), those are the catalog and ``db`` only names them."""
-    db, qpath = Path(db), Path(queries)
+    db, qpath = catalog_location(db), Path(queries)
     records = _catalog_records(db) if records is None else records
     resolve = _resolver(records)
     try:
-        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(read_utf8(qpath, "the queries file"))]
+        out = [_query(qpath, n, row, resolve) for n, row in parse_lines(
+            read_utf8(qpath, "the queries file", regular_only=True), strict_unicode=True)]
     except TextFileError as exc:
         raise RouterError(str(exc)) from None
     except JsonLineError as exc:

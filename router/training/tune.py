@@ -185,6 +185,22 @@ def check_destination(dest: Path) -> None:
     if dest.exists() and (not dest.is_dir() or (any(dest.iterdir()) and not (dest / TUNE_FILE).is_file())):
         raise RouterError(f"{dest}: exists and is not a folder written by `toolsift tune`; "
                           "choose a new --out (it is replaced only if it holds an earlier tuned model)")
+    try:  # a folder that cannot be written is said now, not after the training
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}-probe-"))
+    except OSError as exc:
+        raise RouterError(f"{dest}: cannot write the tuned model there ({exc.strerror or exc})") from None
+
+
+def check_numbers(learning_rate: float, seed: int) -> None:
+    """The numeric options, checked before any work: a NaN or infinite rate trained a model of
+    NaN weights (exit 0) or failed deep inside torch; a seed past 64 bits was a traceback."""
+    import math
+
+    if not (math.isfinite(learning_rate) and learning_rate > 0):
+        raise RouterError(f"--learning-rate must be a positive finite number, got {learning_rate}")
+    if not 0 <= seed < 2**32:
+        raise RouterError(f"--seed must be from 0 to {2**32 - 1}, got {seed}")
 
 
 def _save(model, dest: Path, report: TuneReport, t0: float) -> None:

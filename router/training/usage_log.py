@@ -4,22 +4,30 @@ Written by the proxy (``toolsift serve openai --usage-log FILE``) and the MCP ga
 (``toolsift serve mcp --usage-log FILE``), both off by default; read by
 ``toolsift tune --from-log FILE`` to fine-tune the encoder on what was really used.
 
-One JSON object per line (format version 1)::
+One JSON object per line (format version 2)::
 
-    {"v": 1, "ts": "2026-12-01T20:15:02Z", "source": "proxy", "route": "routed",
-     "query_sha256": "<hex of the routing query>", "query": "<the routing query>",
+    {"v": 2, "ts": "2026-12-01T20:15:02Z", "source": "proxy", "route": "routed",
+     "query_hmac": "<keyed hash of the scrubbed routing query>", "query": "<the routing query>",
      "offered": ["get_weather", "get_time", ...], "called": "get_weather", "id": "weather/get_weather",
      "verdict": "valid"}
 
 - ``query`` is present only when message contents are allowed (``--usage-log-content``, a second
-  opt-in); without it the line has the query's SHA-256 only, which tells repeated requests apart
-  but cannot train anything (`toolsift tune --from-log` says how many lines it skipped for it).
+  opt-in); without it the line has ``query_hmac`` only, which tells repeated requests of one
+  process apart but cannot train anything (`toolsift tune --from-log` says how many lines it
+  skipped for it).
+- ``query_hmac`` is an HMAC-SHA256 under a random key each writer makes at start and never writes
+  anywhere (issue 42): a plain SHA-256 of a short or guessable message (version 1's
+  ``query_sha256``) gave the message back to anyone who hashed candidates. It is computed after
+  scrubbing, so it cannot confirm a guess of a redacted secret either.
 - Even with contents allowed, strings that look like credentials (``sk-...``, ``Bearer ...``,
   ``api_key=...``) are replaced by ``[redacted]`` before the line is written; request headers are
   never read here, so an API key sent as a header never reaches the log.
+- Lines are bounded: a tool name over ``MAX_NAME_CHARS`` is left out of ``offered`` and a call of
+  one is not written, so a hostile tool list cannot make the log (or its rotation) huge.
 - ``id`` is the catalog record id when the tool is a catalog tool (the gateway always knows it; the
   proxy when a request's tools are the catalog's), else null; ``called`` is the name the model used.
 - ``verdict`` is the checker's verdict of the call; only valid calls are written.
+- ``tenant`` names the tenant whose request it was (with ``--tenants``; absent otherwise).
 
 Each line is written with one ``write`` to a file opened for appending, under an exclusive file lock,
 so concurrent writers (threads, processes) never interleave lines. When the file would pass
@@ -28,20 +36,25 @@ so concurrent writers (threads, processes) never interleave lines. When the file
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 from apidb.record import ApiRecord
 
 from ..errors import RouterError
 
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)          # version 1 lines (query_sha256) are still read
+MAX_NAME_CHARS = 256       # a longer tool name is never written (OpenAI allows 64)
 MAX_OFFERED = 128          # the Chat Completions limit: a line never lists more
 MAX_QUERY_CHARS = 4_000    # the routing query is capped (router.ranking.query caps each part at 2,000)
 DEFAULT_MAX_BYTES = 16 * 2**20
@@ -66,6 +79,9 @@ class UsageLog:
             raise RouterError(f"usage log: keep must be at least 1, got {keep}")
         self.path, self.content, self.max_bytes, self.keep = Path(path), content, max_bytes, keep
         self._lock = threading.Lock()
+        self._key = secrets.token_bytes(32)  # query_hmac's key: this writer's only, never written
+        if self.path.exists() and not self.path.is_file():  # a FIFO would block the start for ever
+            raise RouterError(f"{self.path}: cannot write the usage log (not a regular file)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "ab"):
@@ -74,19 +90,25 @@ class UsageLog:
             raise RouterError(f"{self.path}: cannot write the usage log ({exc.strerror or exc})") from None
 
     def line(self, *, source: str, query: str, offered: Sequence[str], called: str, verdict: str,
-             record_id: str | None = None, route: str | None = None) -> dict[str, Any]:
-        query = query[:MAX_QUERY_CHARS]
+             record_id: str | None = None, route: str | None = None, tenant: str | None = None) -> dict[str, Any]:
+        query = scrub(query[:MAX_QUERY_CHARS])  # first: nothing below may tell a redacted secret
+        digest = hmac.new(self._key, query.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
         out: dict[str, Any] = {"v": VERSION, "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "source": source, "route": route,
-                               "query_sha256": hashlib.sha256(query.encode("utf-8", "replace")).hexdigest()}
+                               "source": source, "route": route, "query_hmac": digest}
         if self.content:
-            out["query"] = scrub(query)
-        out.update(offered=list(offered)[:MAX_OFFERED], called=called, id=record_id, verdict=verdict)
+            out["query"] = query
+        names = [n for n in offered if len(n) <= MAX_NAME_CHARS][:MAX_OFFERED]
+        out.update(offered=names, called=called, id=record_id, verdict=verdict)
+        if tenant:  # whose request it was (router.tenancy.keys.client_id decides): tune per tenant
+            out["tenant"] = tenant
         return out
 
     def record(self, **event: Any) -> None:
-        """Write one line (the keyword arguments of `line`)."""
+        """Write one line (the keyword arguments of `line`); a call of an over-long name is not written."""
         import fcntl
+
+        if len(str(event.get("called", ""))) > MAX_NAME_CHARS or len(str(event.get("record_id") or "")) > 1024:
+            return
 
         data = (json.dumps(self.line(**event), ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         with self._lock:
@@ -140,25 +162,21 @@ class LogExamples:
 def read_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The lines of one usage log; RouterError (file, line, field) for a malformed one."""
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RouterError(f"{p}: no such usage log") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RouterError(f"{p}: cannot read the usage log ({exc})") from None
+    if not p.exists() and not p.is_symlink():
+        raise RouterError(f"{p}: no such usage log")
+    try:  # the one input reader (apidb.jsonl): a file, bounded; each line within apidb.safe_io's limits
+        rows = list(parse_lines(read_utf8(p, "the usage log", regular_only=True), strict_unicode=True))
+    except TextFileError as exc:
+        raise RouterError(str(exc)) from None
+    except JsonLineError as exc:
+        raise RouterError(f"{p}: line {exc.lineno}: not JSON ({exc.msg})") from None
     out = []
-    for n, text in enumerate(raw.splitlines(), 1):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except ValueError as exc:
-            raise RouterError(f"{p}: line {n}: not JSON ({exc})") from None
+    for n, row in rows:
         if not isinstance(row, dict):
             raise RouterError(f"{p}: line {n}: expected an object")
-        if row.get("v") != VERSION:
+        if row.get("v") not in READABLE:
             raise RouterError(f"{p}: line {n}: field 'v': unknown usage log version {row.get('v')!r}")
-        for key in ("called", "query_sha256"):
+        for key in ("called", "query_sha256" if row["v"] == 1 else "query_hmac"):
             if not isinstance(row.get(key), str) or not row[key]:
                 raise RouterError(f"{p}: line {n}: field {key!r} must be a non-empty string")
         if "query" in row and not isinstance(row["query"], str):
@@ -195,6 +213,7 @@ def examples(paths: Iterable[str | os.PathLike[str]], records: Sequence[ApiRecor
             if len(hits) > 1:
                 out.ambiguous += 1
                 continue
-            grouped.setdefault(row["query_sha256"], (text, set()))[1].update(hits)
-    out.queries = [(f"log-{key[:12]}", text, rel) for key, (text, rel) in grouped.items()]
+            grouped.setdefault(text, (text, set()))[1].update(hits)  # the same text: one query
+    out.queries = [(f"log-{hashlib.sha256(key.encode('utf-8', 'replace')).hexdigest()[:12]}", text, rel)
+                   for key, (text, rel) in grouped.items()]
     return out

@@ -181,3 +181,29 @@ def test_stdio_gateway_refuses_tenants(tmp_path):
                        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert f"{tenants}: tenant 'a': field 'key_sha256'" in r.stderr
+
+
+def test_a_tenant_can_neither_use_nor_end_another_tenants_session(gateway):
+    """Issue 42: a session belongs to the tenant that opened it. Another tenant who knows its id
+    (a log, a proxy in between) gets the answer an unknown session gets, and the session lives on."""
+    import httpx
+
+    accept = {"accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with httpx.Client(timeout=30) as http:
+        opened = http.post(gateway, json=init, headers={**accept, "x-toolsift-key": MATHS_KEY})
+        assert opened.status_code == 200
+        sid = opened.headers["mcp-session-id"]
+        session = {**accept, "mcp-session-id": sid, "mcp-protocol-version": "2025-03-26"}
+        http.post(gateway, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers={**session, "x-toolsift-key": MATHS_KEY})
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        for other in ({"x-toolsift-key": FORECAST_KEY}, {"authorization": f"Bearer {FORECAST_KEY}"}):
+            stolen = http.post(gateway, json=listing, headers={**session, **other})
+            assert stolen.status_code == 404 and not _leaks(stolen.text)
+            ended = http.delete(gateway, headers={**session, **other})
+            assert ended.status_code == 404
+        own = http.post(gateway, json=listing, headers={**session, "x-toolsift-key": MATHS_KEY})
+        assert own.status_code == 200 and "calculator__add" in own.text  # the session lives on
+        assert http.delete(gateway, headers={**session, "x-toolsift-key": MATHS_KEY}).status_code == 200

@@ -91,7 +91,7 @@ def test_usage_log_records_valid_offered_calls_without_contents_unless_allowed(t
         assert len(lines) == 3 and all("query" not in x for x in lines)
         for line, req in zip(lines, up.chat_requests[-3:]):
             assert line["called"] == req["tools"][0]["function"]["name"] and line["called"] in line["offered"]
-            assert line["verdict"] == "valid" and line["source"] == "proxy" and len(line["query_sha256"]) == 64
+            assert line["verdict"] == "valid" and line["source"] == "proxy" and len(line["query_hmac"]) == 64
         full = tmp_path / "full.jsonl"
         proc, url = _serve(up.base_url, "-k", "5", "--usage-log", str(full), "--usage-log-content")
         try:

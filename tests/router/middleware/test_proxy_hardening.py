@@ -292,3 +292,18 @@ def test_a_tool_list_that_needs_embedding_does_not_stall_other_requests():
     assert len(waits) >= 5, f"only {len(waits)} probes while the cold list took {cold['s']:.2f} s"
     assert max(waits) < cold["s"] / 3, (f"a probe waited {max(waits):.2f} s while a {len(tools)}-tool list "
                                         f"was embedded in {cold['s']:.2f} s: the event loop was blocked")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--timeout", "nan"], "--timeout must be a positive number"), (["--timeout", "-1"], "--timeout"),
+    (["--timeout", "inf"], "--timeout"), (["--max-body-mb", "nan"], "--max-body-mb must be positive"),
+    (["--max-body-mb", "inf"], "--max-body-mb"), (["-k", str(10**23)], "-k must be from 1 to 128"),
+    (["--token-budget", "-1"], "--token-budget must be at least 1"), (["--max-repairs", "-1"], "--max-repairs"),
+])
+def test_numeric_options_are_one_line_before_the_port_is_taken(args, words):
+    """Issue 42: NaN and inf were a traceback (--max-body-mb) or accepted (--timeout nan: every
+    upstream call timed out at once), a 23-digit -k was accepted."""
+    r = subprocess.run([str(_SCRIPT), "serve", "openai", "--upstream", "http://127.0.0.1:9/v1", "--port",
+                        str(free_port()), *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert words in r.stderr

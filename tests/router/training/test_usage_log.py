@@ -30,7 +30,7 @@ def _many(path: str, start: int) -> None:
 def test_lines_hold_no_contents_unless_allowed_and_no_credentials(tmp_path):
     plain = _write(tmp_path / "plain.jsonl", 1, content=False)
     row = json.loads(plain.path.read_text())
-    assert "query" not in row and len(row["query_sha256"]) == 64 and row["v"] == 1
+    assert "query" not in row and len(row["query_hmac"]) == 64 and row["v"] == 2 and "query_sha256" not in row
     log = UsageLog(tmp_path / "full.jsonl", content=True)
     log.record(source="proxy", query="use key sk-abcdefghijklmnopqrstu and Bearer abc.def-ghi123 or token: hunter2",
                offered=["x"], called="x", verdict="valid")
@@ -60,7 +60,8 @@ def test_concurrent_threads_and_processes_never_interleave_lines(tmp_path):
 
 @pytest.mark.parametrize("line, message", [
     ("not json", "line 2: not JSON"),
-    ('{"v": 2, "called": "a", "query_sha256": "h"}', "line 2: field 'v'"),
+    ('{"v": 3, "called": "a", "query_hmac": "h"}', "line 2: field 'v'"),
+    ('{"v": 2, "called": "a", "query_sha256": "h"}', "line 2: field 'query_hmac'"),
     ('{"v": 1, "called": "", "query_sha256": "h"}', "line 2: field 'called'"),
     ('{"v": 1, "called": "a", "query_sha256": "h", "id": 3}', "line 2: field 'id'"),
 ])
