@@ -209,7 +209,9 @@ class Exchange:
             # the upstream may hold the search tool toolsift offered on the first turn: answer it
             # from the remembered list (which tools the upstream holds is unknown, so none is excluded)
             self._searching = self._held_search = bool(getattr(self.rr, "tool_search", False))
-        elif held and not view.get("tools"):
+        elif held and not view.get("tools") and not (self.rr.inject and self.rr.router is not None):
+            # (with inject on, a tool-less turn gets catalog tools as any other: the ones an earlier
+            # turn was given were toolsift's, not the upstream's)
             self.routed = self.rr.held(view, None, f"{held}; calls not checked")
         elif unroutable:
             self.routed = self.rr.pass_through(view, unroutable)
