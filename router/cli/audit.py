@@ -98,7 +98,6 @@ def audit_cmd(
         read_gold,
         read_jsonl,
         response_shape,
-        responses_namespace,
         write_answers,
         write_report,
     )
