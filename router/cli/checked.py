@@ -91,6 +91,8 @@ class CheckCatalog:
         self.db, self.namespace = db, namespace
         self._records: Any = None
         self._index: Any = None
+        self._failed: Optional[ToolsiftError] = None  # an open that failed is not retried per line
+
 
     @property
     def is_source(self) -> bool:
@@ -106,22 +108,33 @@ class CheckCatalog:
                            "file itself as --db", err=True)
 
     def records(self) -> list:
+        """The catalog's records, read once. A failed open is remembered and raised again: a
+        PostgreSQL server that does not answer costs one connect timeout, not one per input line."""
+        if self._failed is not None:
+            raise self._failed
         if self._records is None:
-            if self.is_source:
-                from apidb.loaders import load
-
-                recs = load(self.db).records  # source order kept: Gorilla mode needs it
-            else:
-                from apidb.catalog import Catalog
-
-                with Catalog.open(self.db, readonly=True) as cat:
-                    recs = cat.records()
-            if self.namespace is not None:
-                recs = [r for r in recs if r.namespace == self.namespace]
-                if not recs:
-                    raise CliError(f"{self.db}: no records in namespace {self.namespace!r}")
-            self._records = recs
+            try:
+                self._records = self._read()
+            except ToolsiftError as exc:
+                self._failed = exc
+                raise
         return self._records
+
+    def _read(self) -> list:
+        if self.is_source:
+            from apidb.loaders import load
+
+            recs = load(self.db).records  # source order kept: Gorilla mode needs it
+        else:
+            from apidb.catalog import Catalog
+
+            with Catalog.open(self.db, readonly=True) as cat:
+                recs = cat.records()
+        if self.namespace is not None:
+            recs = [r for r in recs if r.namespace == self.namespace]
+            if not recs:
+                raise CliError(f"{self.db}: no records in namespace {self.namespace!r}")
+        return recs
 
     def index(self) -> Any:
         if self._index is None:

@@ -67,3 +67,27 @@ def test_an_empty_catalog_warns(tmp_path):
     src.write_text(json.dumps({"id": 1, "calls": GOOD["calls"]}) + "\n", encoding="utf-8")
     res = toolsift("check", src, db=db)
     assert "holds no tools" in res.stderr and "catalog add" in res.stderr, res.stderr
+
+
+def test_a_postgresql_server_that_does_not_answer_is_one_error_not_one_wait_per_line(tmp_path):
+    """A socket that listens but never speaks: each connect waits the whole connect timeout.
+    Ten lines must cost one wait and end as one error line (exit 2), not ten `error` verdicts."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        url = f"postgresql://u:s3cret@127.0.0.1:{silent.getsockname()[1]}/tools"
+        src = tmp_path / "calls.jsonl"
+        bare = [{"id": i, "calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]} for i in range(10)]
+        src.write_text("\n".join(json.dumps(x) for x in bare) + "\n", encoding="utf-8")
+        t0 = time.monotonic()
+        res = toolsift("check", src, "--db", url, env={"TOOLSIFT_DB_CONNECT_TIMEOUT": "1"})
+        elapsed = time.monotonic() - t0
+    finally:
+        silent.close()
+    _one_error_line(res, "cannot connect to the PostgreSQL server", f"127.0.0.1:{url.split(':')[3]}")
+    assert "s3cret" not in res.stderr
+    assert elapsed < 8, f"{elapsed:.1f} s: the connect was retried per line"
