@@ -319,13 +319,26 @@ def _ts_nodes(parser, candidate: str) -> tuple[dict[str, str], str]:  # noqa: AN
     except ValueError:  # "Parsing failed": the timeout
         parser.reset()
         raise OverBudget(f"not checked within the time budget ({TIME_BUDGET:g}s)") from None
+    # The walk decodes a node's text only for a first child not seen before: 100,000 nested
+    # parentheses are 100,000 nodes whose texts sum to gigabytes, all under the same first
+    # child "(". Chains whose first children all differ (a.b.c..., f()()()...) stay quadratic
+    # as upstream's reading is: the deadline is consulted every _WALK_STEP nodes.
     by_name: dict[str, str] = {}
     stack, last = [root], root
+    seen = 0
     while stack:
         node = stack.pop()
         last = node
+        seen += 1
+        if seen % _WALK_STEP == 0:
+            check_time()
         children = node.children
         if children:
-            by_name.setdefault(children[0].text.decode("utf-8", "replace"), node.text.decode("utf-8", "replace"))
+            key = children[0].text.decode("utf-8", "replace")
+            if key not in by_name:
+                by_name[key] = node.text.decode("utf-8", "replace")
         stack.extend(c for c in children if c.child_count)
     return by_name, last.text.decode("utf-8", "replace")
+
+
+_WALK_STEP = 1024  # nodes walked between two looks at the deadline
