@@ -47,6 +47,8 @@ def _options(upstream_default: Optional[str]):
                                                     "namespaces of the catalog; a missing or wrong key is 401."),
         log_content: bool = typer.Option(False, "--log-content", help="Also log messages and answers."),
         timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the upstream (then 504)."),
+        header_timeout: float = typer.Option(10.0, "--header-timeout", help="Seconds a client connection has "
+                                             "to send each request's line and headers (then it is closed)."),
         max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Refuse larger request bodies with 413 "
                                           "(a 2,000-tool request is ~1.2 MB)."),
         max_request_tools: int = typer.Option(20_000, "--max-request-tools",
@@ -75,7 +77,7 @@ def _options(upstream_default: Optional[str]):
             log_content=log_content, timeout=timeout, max_body_mb=max_body_mb, max_request_tools=max_request_tools,
             inject_catalog=inject_catalog, model=model, anthropic=bool(upstream_default), tenants=tenants,
             adaptive_k=adaptive_k, on_abstain=on_abstain, usage_log=usage_log, usage_log_content=usage_log_content,
-            tool_search=tool_search)
+            tool_search=tool_search, header_timeout=header_timeout)
 
     return command
 
@@ -85,7 +87,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         timeout: float, max_body_mb: float, max_request_tools: int, inject_catalog: bool, model: Optional[str],
         anthropic: bool, tenants: Optional[Path] = None, adaptive_k: bool = False, on_abstain: str = "flag",
         usage_log: Optional[Path] = None, usage_log_content: bool = False,
-        tool_search: str = TOOL_SEARCH_DEFAULT) -> None:
+        tool_search: str = TOOL_SEARCH_DEFAULT, header_timeout: float = 10.0) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.proxy import create_app
@@ -102,6 +104,8 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         raise CliError(f"--max-body-mb must be positive, got {max_body_mb:g}")
     if not (math.isfinite(timeout) and timeout > 0):
         raise CliError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if not (math.isfinite(header_timeout) and header_timeout > 0):
+        raise CliError(f"--header-timeout must be a positive number of seconds, got {header_timeout:g}")
     if not 1 <= k <= 128:  # the most tools the APIs accept in one request
         raise CliError(f"-k must be from 1 to 128, got {k}")
     if token_budget is not None and token_budget < 1:
@@ -170,7 +174,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""
     proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}"
                                         f"{door}); ready: {client}", err=True)
-    serve(app, sock)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
+    serve(app, sock, header_timeout=header_timeout)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
 
 
 def _reachable(db) -> None:

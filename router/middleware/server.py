@@ -57,9 +57,61 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", port: int = 8808) -> None:
+HEADER_TIMEOUT = 10.0  # seconds a connection may take to send a request line and its headers
+
+
+def header_guarded_protocol(seconds: float) -> type:
+    """uvicorn's h11 protocol with a header read timeout, which uvicorn does not have: a connection
+    that has not sent a complete request line and headers within ``seconds`` of opening (or of its
+    previous response) is closed. Without it a client trickling a header, or sending half of one,
+    held its socket and memory as long as it liked (90-120 s in the issue 42 probe). The body has its
+    own limit in the app (``body_timeout``, 408); an idle keep-alive connection still ends after
+    uvicorn's ``timeout_keep_alive`` (5 s), before this."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: Any = None
+        _waiting_since = 0.0  # when this connection began waiting for a request's headers
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._waiting_since = self.loop.time()
+            self._header_timer = self.loop.call_later(seconds, self._check_headers)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._waiting_since = self.loop.time()  # the next request's headers are due from now
+
+        def _waiting_for_headers(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _check_headers(self) -> None:
+            self._header_timer = None
+            if self.transport.is_closing():
+                return
+            late = self.loop.time() - self._waiting_since
+            if self._waiting_for_headers() and late >= seconds:
+                self.transport.close()
+                return
+            # a request in progress (its body and answer are the app's business), or headers not yet due
+            again = seconds - late if self._waiting_for_headers() else seconds
+            self._header_timer = self.loop.call_later(max(again, 0.01), self._check_headers)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+    return HeaderTimeoutProtocol
+
+
+def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", port: int = 8808,
+          header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``app`` in the foreground until interrupted; one JSON log line per request on stderr.
-    Raises MiddlewareError when the app's router could not be loaded (after the server stopped)."""
+    A connection gets ``header_timeout`` seconds for each request's line and headers
+    (`header_guarded_protocol`). Raises MiddlewareError when the app's router could not be loaded
+    (after the server stopped)."""
     import uvicorn
 
     if sock is None:
@@ -69,7 +121,8 @@ def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", 
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                           http=header_guarded_protocol(header_timeout)))
     proxy = app.state.proxy
     failed = proxy.on_failed
 
