@@ -65,8 +65,8 @@ def header_guarded_protocol(seconds: float) -> type:
     that has not sent a complete request line and headers within ``seconds`` of opening (or of its
     previous response) is closed. Without it a client trickling a header, or sending half of one,
     held its socket and memory as long as it liked (90-120 s in the issue 42 probe). The body has its
-    own limit in the app (``body_timeout``, 408); an idle keep-alive connection still ends after
-    uvicorn's ``timeout_keep_alive`` (5 s), before this."""
+    own limit in the app (``body_timeout``, 408); an idle keep-alive connection ends after uvicorn's
+    ``timeout_keep_alive`` (5 s) or this, whichever comes first."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimeoutProtocol(H11Protocol):
