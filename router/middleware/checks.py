@@ -79,8 +79,10 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
         defects = call_defects(verdict, i)
         if defects:
             near = sorted({s for d in defects for s in d.suggestions} or set(verdict.suggestions))
-            text = " ".join(p for p in ("Error: this tool call was rejected before execution: "
-                                        + defect_text(defects, kinds=False) + ".", nearest_text(near),
+            said = defect_text(defects, kinds=False)
+            said += "" if said.endswith((".", "?", "!")) else "."  # "did you mean x?" needs no stop after it
+            text = " ".join(p for p in ("Error: this tool call was rejected before execution: " + said,
+                                        nearest_text(near, said),
                                         "Call one of the tools you were given, with arguments that match its schema.")
                             if p)
         else:

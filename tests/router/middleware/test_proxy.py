@@ -144,6 +144,8 @@ def test_hallucination_annotate_repair_reject():
         second = up.chat_requests[1]["messages"]
         assert second[-2]["tool_calls"][0]["function"]["name"] == "get_wether"
         assert second[-1]["role"] == "tool" and "get_weather" in second[-1]["content"]
+        said = second[-1]["content"]  # one sentence per thought, each ending once ("get_weather?." read badly)
+        assert "?." not in said and ".." not in said and said.count("get_weather") == 1, said
     with ScriptedUpstream([bad, bad, bad]) as up, \
             running(up.base_url, k=3, on_hallucination="repair", max_repairs=2) as srv:
         raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user("x"), tools=tools)
