@@ -269,6 +269,32 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
 
 
+def test_metrics_is_prometheus_text_with_help_and_type():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    tools = small_tools()
+    with ScriptedUpstream([completion("hi"), completion(tool_calls=[tool_call("nope", {})])]) as up, \
+            running(up.base_url, k=3) as srv:
+        c = client(srv)
+        c.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
+        c.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
+        r = httpx.get(f"{srv.url}/metrics")
+    assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+    # parsed the way a Prometheus scrape is; a sample without its # TYPE line is an "unknown" family, and a
+    # family whose samples are split by another's comes back twice
+    families = list(text_string_to_metric_families(r.text))
+    names = [f.name for f in families]
+    assert len(names) == len(set(names)), names
+    assert all(f.type in ("counter", "gauge", "summary") and f.documentation for f in families), \
+        [(f.name, f.type, f.documentation) for f in families if f.type == "unknown" or not f.documentation]
+    by_name = {f.name: f for f in families}
+    assert by_name["toolsift_request_latency_ms"].type == "summary"
+    assert {s.name for s in by_name["toolsift_request_latency_ms"].samples} >= {
+        "toolsift_request_latency_ms", "toolsift_request_latency_ms_sum", "toolsift_request_latency_ms_count"}
+    assert by_name["toolsift_verdicts"].samples[0].labels == {"verdict": "hallucinated_tool"}
+    assert any(f.name.startswith("toolsift_cache_") for f in families)
+
+
 def test_body_over_the_limit_is_413_before_it_is_read():
     tools = small_tools()  # twelve tool schemas, ~2 KB of JSON
     with ScriptedUpstream([completion("never")]) as up, running(up.base_url, max_body_mb=1 / 1024) as srv:
