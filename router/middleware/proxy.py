@@ -152,7 +152,8 @@ class Proxy(StreamRelay):
         return None, headers
 
     def log_line(self, rec: dict) -> None:
-        log.info(json.dumps(rec, ensure_ascii=False, default=str))
+        # the record rides along for a terminal's readable line (router/middleware/server.py)
+        log.info(json.dumps(rec, ensure_ascii=False, default=str), extra={"request": rec})
 
     def finish(self, rec: dict, t0: float, status: int, ex: Optional[Exchange]) -> None:
         routed = ex.routed if ex else None
