@@ -289,6 +289,13 @@ class RequestRouter:
                                  min(len(names), n + len(exclude)))
         return [names[i] for i, _ in pairs if names[i] not in exclude][:n]
 
+    def catalog_names(self) -> list[str]:
+        """The names the catalog's tools reach a model under (empty without a catalog)."""
+        if self.router is None:
+            return []
+        self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
+        return list(self._names or ())
+
     def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
         """A request without tools in a conversation whose tools the upstream holds: sent as it
         came, its calls checked against ``tools`` (the list remembered for the conversation), or

@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import time
+from pathlib import Path
 
 import httpx
 import openai
@@ -293,6 +294,26 @@ def test_metrics_is_prometheus_text_with_help_and_type():
         "toolsift_request_latency_ms", "toolsift_request_latency_ms_sum", "toolsift_request_latency_ms_count"}
     assert by_name["toolsift_verdicts"].samples[0].labels == {"verdict": "hallucinated_tool"}
     assert any(f.name.startswith("toolsift_cache_") for f in families)
+
+
+def test_a_request_without_tools_gets_catalog_suggestions(tmp_path):
+    """A request that brings no tools (and the proxy injects none) has nothing to check a call
+    against: the verdict's suggestions come from the catalog instead of being empty (issue 40)."""
+    from router import Router
+    from tests.support.cli import toolsift
+
+    db = tmp_path / "c.db"
+    examples = Path(__file__).parents[3] / "examples" / "tools.json"
+    assert toolsift("catalog", "add", examples, db=db).returncode == 0
+    answer = completion(tool_calls=[tool_call("get_wether", {"city": "Oslo"})])
+    with ScriptedUpstream([answer, answer]) as up, \
+            running(up.base_url, Router.open(db), k=3, on_hallucination="repair", max_repairs=1) as srv:
+        raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user("weather in Oslo"))
+        v = json.loads(raw.headers["x-toolsift-verdicts"])[0]
+        repair = up.chat_requests[1]["messages"][-1]["content"]
+    assert v["verdict"] == "hallucinated_tool" and v["suggestions"][0] == "get_weather", v
+    assert "tools" not in up.chat_requests[0]  # nothing was injected: the suggestion is for the reader
+    assert "get_weather" not in repair  # ... not for the model, which was given no such tool
 
 
 def test_body_over_the_limit_is_413_before_it_is_read():
