@@ -316,6 +316,38 @@ def test_a_request_without_tools_gets_catalog_suggestions(tmp_path):
     assert "get_weather" not in repair  # ... not for the model, which was given no such tool
 
 
+def test_injected_catalog_tools_are_named_by_what_tells_them_apart(tmp_path):
+    """Gorilla's TorchHub holds four `Densenet` tools and TensorFlow Hub 31 `model_id` ones: injected,
+    they reached the model as `Densenet`, `torchhub__Densenet_2`, ... (issue 40). Each is now named by
+    the words of its call its namesakes lack (`Densenet_densenet121`), numbered only as a last resort."""
+    import re
+
+    from router import Router
+    from tests.conftest import BUNDLED_GORILLA
+    from tests.support.cli import toolsift
+
+    db = tmp_path / "g.db"
+    for hub in ("torchhub", "tensorflowhub"):
+        assert toolsift("catalog", "add", BUNDLED_GORILLA / f"{hub}_api.jsonl", db=db).returncode == 0
+    asks = ["Classify images with a DenseNet model pretrained on ImageNet",
+            "Load a pre-trained text embedding model from TensorFlow Hub to embed sentences"]
+    with ScriptedUpstream([completion("ok")] * len(asks)) as up, \
+            running(up.base_url, Router.open(db), k=5, inject=True) as srv:
+        sent = []
+        for text in asks:
+            raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user(text))
+            selected = json.loads(raw.headers["x-toolsift-selected"])
+            names = [t["function"]["name"] for t in up.chat_requests[-1]["tools"]]
+            assert names == [s["name"] for s in selected]  # the header maps each name to its record
+            sent.append(names)
+    dense, hub = sent
+    assert sum(n.startswith("Densenet_densenet") for n in dense) >= 2, dense
+    assert any(n.startswith("model_id_") for n in hub), hub
+    for names in sent:
+        numbered = [n for n in names if re.search(r"_\d+$", n) and n.rsplit("_", 1)[0] in names]
+        assert not numbered and not any("__" in n for n in names), names  # no _2, no torchhub__
+
+
 def test_body_over_the_limit_is_413_before_it_is_read():
     tools = small_tools()  # twelve tool schemas, ~2 KB of JSON
     with ScriptedUpstream([completion("never")]) as up, running(up.base_url, max_body_mb=1 / 1024) as srv:
