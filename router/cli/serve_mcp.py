@@ -74,6 +74,9 @@ def serve_mcp(
     sock = listen_socket(host, port) if transport == "http" else None
     # Logs go to stderr: on the stdio transport stdout carries the protocol.
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="toolsift-mcp: %(message)s")
+    # faiss's loader says at INFO which CPU build it tries and why the others failed ("Could not load
+    # library with AVX512 support"): noise that reads like an error, and not the gateway's doing
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     log = None
     if usage_log is not None:
         from router.training.usage_log import UsageLog

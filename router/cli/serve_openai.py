@@ -17,6 +17,7 @@ import typer
 from .config_file import config_option
 from .errors import CliError
 from .options import Db, Model
+from .output import stream_is_terminal
 
 ANTHROPIC_UPSTREAM = "https://api.anthropic.com"
 TOOL_SEARCH_DEFAULT = "on"  # measured: docs/middleware.md, "A search the model can call"
@@ -174,7 +175,9 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
     door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""
     proxy.on_ready = lambda: typer.echo(f"toolsift proxy on {address}/v1 -> {shown} (k={k}, {on_hallucination}"
                                         f"{door}); ready: {client}", err=True)
-    serve(app, sock, header_timeout=header_timeout)  # a router that cannot load stops the server; serve() then raises it (one line, exit 2)
+    # readable lines for a person at a terminal, JSON on a pipe or file (TOOLSIFT_FORCE_TERMINAL as elsewhere)
+    serve(app, sock, header_timeout=header_timeout,  # a router that cannot load stops the server; serve() then
+          readable=stream_is_terminal(err=True))     # raises it (one line, exit 2)
 
 
 def _reachable(db) -> None:

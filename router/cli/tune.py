@@ -35,10 +35,12 @@ def tune(db: Db = None,
          holdout: float = typer.Option(0.2, "--holdout", help="Share of queries kept out of training, to choose the "
                                                               "hybrid's fusion weights and measure Recall@5 before and "
                                                               "after (0 trains on all, default weights)."),
-         epochs: int = typer.Option(2, "--epochs", min=1),
-         batch_size: int = typer.Option(32, "--batch-size", min=2),
-         learning_rate: float = typer.Option(3e-5, "--learning-rate"),
-         seed: int = typer.Option(0, "--seed"),
+         epochs: int = typer.Option(2, "--epochs", min=1, help="Passes over the training queries."),
+         batch_size: int = typer.Option(32, "--batch-size", min=2, help="Queries per training step (each "
+                                                                        "batch's other tools are its negatives)."),
+         learning_rate: float = typer.Option(3e-5, "--learning-rate", help="Optimizer step size."),
+         seed: int = typer.Option(0, "--seed", help="Seed for batch order and torch's randomness (the "
+                                                     "holdout is a fixed draw by query id)."),
          negatives: str = typer.Option("in-batch", "--negatives", metavar="in-batch|router",
                                        help="in-batch: shuffled batches; router: batches grown along the "
                                             "tools the starting model's router confuses (hard negatives)"),

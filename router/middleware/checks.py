@@ -42,11 +42,32 @@ def check_mode(mode: str, allowed: tuple[str, ...], option: str = "on_hallucinat
 class CallCheck:
     choice: int
     verdict: Any  # checker.Verdict
+    # for a request that brought no tools: catalog tools near the called names, for the person reading
+    # the verdicts (the model is never told to call a tool it was not given: repair reads the verdict)
+    catalog_suggestions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         v = self.verdict
         return {"choice": self.choice, "verdict": v.verdict, "ok": v.ok,
-                "defects": [d.message for d in v.defects], "suggestions": list(v.suggestions)}
+                "defects": [d.message for d in v.defects],
+                "suggestions": list(v.suggestions) or list(self.catalog_suggestions)}
+
+
+def with_catalog_suggestions(checks: list[CallCheck], calls: list[tuple[int, list[dict]]],
+                             routed: RoutedRequest, rr: RequestRouter) -> list[CallCheck]:
+    """A request with no tools (none brought, none injected) has nothing to suggest from, so a call
+    to ``get_weather`` got ``suggestions: []`` although the catalog has it: suggest from the catalog."""
+    if routed.status != "none" or routed.offered or rr.router is None or all(c.verdict.ok for c in checks):
+        return checks
+    from checker.suggest import suggest
+
+    names, by_choice = rr.catalog_names(), dict(calls)
+    for check in checks:
+        if check.verdict.ok or check.verdict.suggestions:
+            continue
+        near = [n for call in by_choice.get(check.choice) or [] for n in suggest(tool_name(call) or "", names)]
+        check.catalog_suggestions = tuple(dict.fromkeys(near))
+    return checks
 
 
 def check_calls_of(calls: list[tuple[int, list[dict]]], routed: RoutedRequest) -> list[CallCheck]:
@@ -79,8 +100,10 @@ def repair_turn(message: dict, verdict: Any) -> list[dict]:
         defects = call_defects(verdict, i)
         if defects:
             near = sorted({s for d in defects for s in d.suggestions} or set(verdict.suggestions))
-            text = " ".join(p for p in ("Error: this tool call was rejected before execution: "
-                                        + defect_text(defects, kinds=False) + ".", nearest_text(near),
+            said = defect_text(defects, kinds=False)
+            said += "" if said.endswith((".", "?", "!")) else "."  # "did you mean x?" needs no stop after it
+            text = " ".join(p for p in ("Error: this tool call was rejected before execution: " + said,
+                                        nearest_text(near, said),
                                         "Call one of the tools you were given, with arguments that match its schema.")
                             if p)
         else:
@@ -311,7 +334,7 @@ class Exchange:
             first = next((c for i, c in calls if i == 0), None)
             if first and any(tool_name(c) == SEARCH_NAME for c in first):
                 return self._search_round(response, first)
-        self.checks = check_calls_of(calls, self.routed)
+        self.checks = with_catalog_suggestions(check_calls_of(calls, self.routed), calls, self.routed, self.rr)
         if not self.failed or self.mode != "repair" or self.repairs >= self.max_repairs:
             return None
         self.repairs += 1
@@ -323,7 +346,8 @@ class Exchange:
     def check_streamed(self, response: Any) -> None:
         """Check a streamed answer once it is complete (annotated only: it was delivered already)."""
         self.response = response
-        self.checks = check_calls_of(self.api.calls(response), self.routed)
+        calls = self.api.calls(response)
+        self.checks = with_catalog_suggestions(check_calls_of(calls, self.routed), calls, self.routed, self.rr)
 
     def _restore_dropped(self, tool_calls: list[dict]) -> None:
         """A call to a tool the caller sent but routing left out: offer it on the repair turn."""

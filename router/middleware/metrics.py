@@ -5,6 +5,10 @@ import threading
 from collections import Counter, deque
 
 
+# the content type of Prometheus's text exposition format: a scraper picks its parser by it
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
 class Metrics:
     """Counters since start; ``/metrics`` renders them (Prometheus text, or JSON with ?format=json)."""
 
@@ -43,22 +47,48 @@ class Metrics:
                     "proxy_ms": {"p50": q(0.5, own), "p95": q(0.95, own), "count": len(own)}}
 
     def prometheus(self, caches: dict[str, dict] | None = None) -> str:
-        """Prometheus text; ``caches``: {cache name: {"hits", "misses", "entries", ...}} (bounded caches)."""
+        """Prometheus text (exposition format 0.0.4): each family under its ``# HELP`` and ``# TYPE`` lines,
+        its samples together; ``caches``: {cache name: {"hits", "misses", "entries", ...}} (bounded caches)."""
         s = self.snapshot()
-        lines = [f'toolsift_requests_total{{status="{k}"}} {v}' for k, v in sorted(s["by_status"].items())]
-        lines += [f'toolsift_requests_by_api_total{{api="{k}"}} {v}' for k, v in sorted(s["by_api"].items())]
+        out: list[str] = []
+
+        def family(name: str, kind: str, text: str, samples: list[str]) -> None:
+            if samples:  # a family with no sample yet is left out, not announced empty
+                out.extend([f"# HELP {name} {text}", f"# TYPE {name} {kind}", *samples])
+
+        family("toolsift_requests_total", "counter", "Requests to the routing endpoints, by HTTP status.",
+               [f'toolsift_requests_total{{status="{k}"}} {v}' for k, v in sorted(s["by_status"].items())])
+        family("toolsift_requests_by_api_total", "counter", "Routed requests, by wire format (chat, responses, "
+               "messages).", [f'toolsift_requests_by_api_total{{api="{k}"}} {v}' for k, v in sorted(s["by_api"].items())])
+        by_key: dict[str, list[str]] = {}
         for name, stats in sorted((caches or {}).items()):
             for key, value in sorted(stats.items()):
-                metric = f"toolsift_cache_{key}_total" if key in ("hits", "misses", "evictions") else f"toolsift_cache_{key}"
-                lines.append(f'{metric}{{cache="{name}"}} {value}')
-        lines += [f"toolsift_tools_in_total {s['tools_in']}", f"toolsift_tools_out_total {s['tools_out']}",
-                  f"toolsift_repairs_total {s['repairs']}"]
-        lines += [f'toolsift_verdicts_total{{verdict="{k}"}} {v}' for k, v in sorted(s["verdicts"].items())]
-        for p in ("p50", "p95"):
-            if s["latency_ms"][p] is not None:
-                lines.append(f'toolsift_request_latency_ms{{quantile="0.{p[1:]}"}} {s["latency_ms"][p]}')
-            if s["proxy_ms"][p] is not None:
-                lines.append(f'toolsift_proxy_own_ms{{quantile="0.{p[1:]}"}} {s["proxy_ms"][p]}')
-        lines += [f"toolsift_request_latency_ms_sum {s['latency_ms']['sum']}",
-                  f"toolsift_request_latency_ms_count {s['latency_ms']['count']}"]
-        return "\n".join(lines) + "\n"
+                by_key.setdefault(key, []).append(f'{_cache_metric(key)}{{cache="{name}"}} {value}')
+        for key, samples in sorted(by_key.items()):
+            counted = key in _CACHE_COUNTERS
+            family(_cache_metric(key), "counter" if counted else "gauge",
+                   f"Bounded cache {key} ({'since start' if counted else 'now'}), by cache.", samples)
+        family("toolsift_tools_in_total", "counter", "Tools the clients sent.", [f"toolsift_tools_in_total {s['tools_in']}"])
+        family("toolsift_tools_out_total", "counter", "Tools forwarded to the model after routing.",
+               [f"toolsift_tools_out_total {s['tools_out']}"])
+        family("toolsift_repairs_total", "counter", "Repair turns sent to the model after a rejected tool call.",
+               [f"toolsift_repairs_total {s['repairs']}"])
+        family("toolsift_verdicts_total", "counter", "Checked tool calls, by verdict.",
+               [f'toolsift_verdicts_total{{verdict="{k}"}} {v}' for k, v in sorted(s["verdicts"].items())])
+        quantiles = [f'toolsift_request_latency_ms{{quantile="0.{p[1:]}"}} {s["latency_ms"][p]}'
+                     for p in ("p50", "p95") if s["latency_ms"][p] is not None]
+        family("toolsift_request_latency_ms", "summary", "Request latency in milliseconds (quantiles over the "
+               "last 4096 requests).", quantiles + [f"toolsift_request_latency_ms_sum {s['latency_ms']['sum']}",
+                                                    f"toolsift_request_latency_ms_count {s['latency_ms']['count']}"])
+        family("toolsift_proxy_own_ms", "summary", "The proxy's own time per answered, non-streamed request in "
+               "milliseconds: latency minus the upstream's and the upload's (last 4096).",
+               [f'toolsift_proxy_own_ms{{quantile="0.{p[1:]}"}} {s["proxy_ms"][p]}'
+                for p in ("p50", "p95") if s["proxy_ms"][p] is not None])
+        return "\n".join(out) + "\n"
+
+
+_CACHE_COUNTERS = ("hits", "misses", "evictions")
+
+
+def _cache_metric(key: str) -> str:
+    return f"toolsift_cache_{key}_total" if key in _CACHE_COUNTERS else f"toolsift_cache_{key}"

@@ -44,7 +44,7 @@ from router.tenancy.keys import KEY_HELP, NAMESPACES_HEADER, client_id
 from .checks import CHAT, PROXY_MODES, Api, Exchange, check_mode, verdicts_header
 from .errors import MiddlewareError, RequestError, WireError
 from .messages import MESSAGES
-from .metrics import Metrics
+from .metrics import PROMETHEUS_TEXT, Metrics
 from .policy import in_api_words
 from .request import RequestRouter, catalog_health, unrouted_header
 from .request_body import read_request
@@ -152,7 +152,8 @@ class Proxy(StreamRelay):
         return None, headers
 
     def log_line(self, rec: dict) -> None:
-        log.info(json.dumps(rec, ensure_ascii=False, default=str))
+        # the record rides along for a terminal's readable line (router/middleware/server.py)
+        log.info(json.dumps(rec, ensure_ascii=False, default=str), extra={"request": rec})
 
     def finish(self, rec: dict, t0: float, status: int, ex: Optional[Exchange]) -> None:
         routed = ex.routed if ex else None
@@ -498,7 +499,7 @@ def create_app(upstream: str, router: Any = None, *, k: int = 5, on_hallucinatio
         caches = {**proxy.rr.cache_stats(), **proxy.memory.stats()} if proxy.rr else {}
         if request.query_params.get("format") == "json":
             return JSONResponse({**proxy.metrics.snapshot(), "caches": caches})
-        return PlainTextResponse(proxy.metrics.prometheus(caches))
+        return PlainTextResponse(proxy.metrics.prometheus(caches), media_type=PROMETHEUS_TEXT)
 
     def routed(api: Api):
         async def handler(request: Request):

@@ -289,6 +289,13 @@ class RequestRouter:
                                  min(len(names), n + len(exclude)))
         return [names[i] for i, _ in pairs if names[i] not in exclude][:n]
 
+    def catalog_names(self) -> list[str]:
+        """The names the catalog's tools reach a model under (empty without a catalog)."""
+        if self.router is None:
+            return []
+        self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
+        return list(self._names or ())
+
     def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
         """A request without tools in a conversation whose tools the upstream holds: sent as it
         came, its calls checked against ``tools`` (the list remembered for the conversation), or
@@ -347,7 +354,13 @@ class RequestRouter:
                                   method=self.method, pinned=pins, token_budget=self.token_budget)
         sels = sels[: self.max_tools]
         offered, selected = [], []
-        for s, name in zip(sels, unique_names([s.record for s in sels])):
+        by_name = self._names or {}
+
+        def siblings(record: Any) -> list[Any]:  # the catalog's records of the same name: 31 `model_id`s
+            found = (self.router.get(rid) for rid in sorted(by_name.get(record.openai_name(), ())))
+            return [r for r in found if r is not None]
+
+        for s, name in zip(sels, unique_names([s.record for s in sels], siblings)):
             offered.append(s.record.to_openai_tool(name=name))
             selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
         if not offered:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import json
 import logging
 import socket
 from typing import Any
@@ -106,9 +107,49 @@ def header_guarded_protocol(seconds: float) -> type:
     return HeaderTimeoutProtocol
 
 
+class ReadableLine(logging.Formatter):
+    """A request's log line for a person at a terminal: ``HH:MM:SS status METHOD path  api  ms  tools
+    in→out  verdicts``; the JSON line (``log_line``'s message) is for pipes and files, where a log
+    collector parses it. Lines without a request record print as they are."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        rec = getattr(record, "request", None)
+        if not isinstance(rec, dict):
+            return super().format(record)
+        parts = [self.formatTime(record, "%H:%M:%S"), str(rec.get("status", "-")),
+                 f"{rec.get('method', '-')} {rec.get('path', '-')}"]
+        if rec.get("forwarded"):
+            parts.append("forwarded")
+        elif rec.get("api"):
+            parts.append(rec["api"] + (" stream" if rec.get("stream") else ""))
+        if rec.get("model"):
+            parts.append(f"model={rec['model']}")
+        if rec.get("tenant"):
+            parts.append(f"tenant={rec['tenant']}")
+        ms = f"{rec['ms']:.0f} ms" if isinstance(rec.get("ms"), (int, float)) else ""
+        if ms and isinstance(rec.get("own_ms"), (int, float)):
+            ms += f" (own {rec['own_ms']:.1f} ms)"
+        parts.append(ms)
+        if "tools_in" in rec:
+            parts.append(f"tools {rec['tools_in']}→{rec.get('tools_out', '?')}"
+                         + (" (catalog tools injected)" if rec.get("injected") else ""))
+        if rec.get("verdicts"):
+            parts.append(",".join(rec["verdicts"]))
+        if rec.get("repairs"):
+            parts.append(f"repairs={rec['repairs']}")
+        if rec.get("error"):
+            parts.append(f"error: {rec['error']}")
+        line = "  ".join(p for p in parts if p)
+        for key in ("messages", "answer"):  # --log-content: what the person asked to see, as JSON
+            if key in rec:
+                line += f"\n    {key}: {json.dumps(rec[key], ensure_ascii=False, default=str)}"
+        return line
+
+
 def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", port: int = 8808,
-          header_timeout: float = HEADER_TIMEOUT) -> None:
-    """Serve ``app`` in the foreground until interrupted; one JSON log line per request on stderr.
+          header_timeout: float = HEADER_TIMEOUT, readable: bool | None = None) -> None:
+    """Serve ``app`` in the foreground until interrupted; one log line per request on stderr: JSON,
+    or, with ``readable`` (default: stderr is a terminal), a line for a person (`ReadableLine`).
     A connection gets ``header_timeout`` seconds for each request's line and headers
     (`header_guarded_protocol`). Raises MiddlewareError when the app's router could not be loaded
     (after the server stopped)."""
@@ -117,7 +158,9 @@ def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", 
     if sock is None:
         sock = bind(host, port)
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    if readable is None:
+        readable = hasattr(handler.stream, "isatty") and handler.stream.isatty()
+    handler.setFormatter(ReadableLine() if readable else logging.Formatter("%(message)s"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False

@@ -41,3 +41,19 @@ def test_tool_namer_keeps_first_names_and_never_repeats_one():
     named = [namer.name(r) for r in clash]
     assert named[2] == "a___b" and named[3] != "a___b"
     assert len(set(named)) == 4 and len(set(first) | set(named)) == len(recs) + 4
+
+
+def test_namesakes_are_told_apart_by_their_calls_when_the_catalog_is_known():
+    from collections import defaultdict
+
+    recs = _gorilla()
+    by_name = defaultdict(list)
+    for r in recs:
+        by_name[(r.namespace, openai_name(r.name))].append(r)
+    names = unique_names(recs, lambda r: by_name[(r.namespace, openai_name(r.name))])
+    assert len(set(names)) == len(recs) and all(VALID.match(n) for n in names)
+    shown = dict(zip((r.id for r in recs), names))
+    dense = sorted(shown[r.id] for r in by_name[("torchhub", "Densenet")])
+    assert dense == ["Densenet_densenet121", "Densenet_densenet161", "Densenet_densenet169", "Densenet_densenet201"]
+    numbered = [n for n in names if re.search(r"_\d+$", n) and n.rsplit("_", 1)[0] in shown.values()]
+    assert len(numbered) < sum(len(g) for g in by_name.values() if len(g) > 1) / 4, numbered  # a last resort

@@ -55,3 +55,10 @@ def test_bench_out_help_states_the_default_it_uses():
 def test_cache_ship_encoder_has_help():
     out = " ".join(toolsift("cache", "ship", "--help").stdout.split())
     assert "--encoder ENCODER Which encoder embeds the passages" in out, out
+
+
+def test_tune_training_options_have_help():
+    out = " ".join(toolsift("tune", "--help", env={"COLUMNS": "100"}).stdout.split())
+    for shown in ("--epochs N Passes over the training queries", "--batch-size BATCH_SIZE Queries per training step",
+                  "--learning-rate LEARNING_RATE Optimizer step size", "--seed SEED Seed for batch order"):
+        assert shown in out, (shown, out)

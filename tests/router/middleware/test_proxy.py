@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import time
+from pathlib import Path
 
 import httpx
 import openai
@@ -144,6 +145,8 @@ def test_hallucination_annotate_repair_reject():
         second = up.chat_requests[1]["messages"]
         assert second[-2]["tool_calls"][0]["function"]["name"] == "get_wether"
         assert second[-1]["role"] == "tool" and "get_weather" in second[-1]["content"]
+        said = second[-1]["content"]  # one sentence per thought, each ending once ("get_weather?." read badly)
+        assert "?." not in said and ".." not in said and said.count("get_weather") == 1, said
     with ScriptedUpstream([bad, bad, bad]) as up, \
             running(up.base_url, k=3, on_hallucination="repair", max_repairs=2) as srv:
         raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user("x"), tools=tools)
@@ -265,6 +268,84 @@ def test_api_key_logs_metrics_and_forwarding(caplog):
     assert all(0 < line["own_ms"] <= line["ms"] for line in lines[1:3])
     logged = caplog.text
     assert KEY not in logged and "proxy-key" not in logged and "secret message text" not in logged
+
+
+def test_metrics_is_prometheus_text_with_help_and_type():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    tools = small_tools()
+    with ScriptedUpstream([completion("hi"), completion(tool_calls=[tool_call("nope", {})])]) as up, \
+            running(up.base_url, k=3) as srv:
+        c = client(srv)
+        c.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
+        c.chat.completions.create(model="m", messages=user("weather in Oslo"), tools=tools)
+        r = httpx.get(f"{srv.url}/metrics")
+    assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+    # parsed the way a Prometheus scrape is; a sample without its # TYPE line is an "unknown" family, and a
+    # family whose samples are split by another's comes back twice
+    families = list(text_string_to_metric_families(r.text))
+    names = [f.name for f in families]
+    assert len(names) == len(set(names)), names
+    assert all(f.type in ("counter", "gauge", "summary") and f.documentation for f in families), \
+        [(f.name, f.type, f.documentation) for f in families if f.type == "unknown" or not f.documentation]
+    by_name = {f.name: f for f in families}
+    assert by_name["toolsift_request_latency_ms"].type == "summary"
+    assert {s.name for s in by_name["toolsift_request_latency_ms"].samples} >= {
+        "toolsift_request_latency_ms", "toolsift_request_latency_ms_sum", "toolsift_request_latency_ms_count"}
+    assert by_name["toolsift_verdicts"].samples[0].labels == {"verdict": "hallucinated_tool"}
+    assert any(f.name.startswith("toolsift_cache_") for f in families)
+
+
+def test_a_request_without_tools_gets_catalog_suggestions(tmp_path):
+    """A request that brings no tools (and the proxy injects none) has nothing to check a call
+    against: the verdict's suggestions come from the catalog instead of being empty (issue 40)."""
+    from router import Router
+    from tests.support.cli import toolsift
+
+    db = tmp_path / "c.db"
+    examples = Path(__file__).parents[3] / "examples" / "tools.json"
+    assert toolsift("catalog", "add", examples, db=db).returncode == 0
+    answer = completion(tool_calls=[tool_call("get_wether", {"city": "Oslo"})])
+    with ScriptedUpstream([answer, answer]) as up, \
+            running(up.base_url, Router.open(db), k=3, on_hallucination="repair", max_repairs=1) as srv:
+        raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user("weather in Oslo"))
+        v = json.loads(raw.headers["x-toolsift-verdicts"])[0]
+        repair = up.chat_requests[1]["messages"][-1]["content"]
+    assert v["verdict"] == "hallucinated_tool" and v["suggestions"][0] == "get_weather", v
+    assert "tools" not in up.chat_requests[0]  # nothing was injected: the suggestion is for the reader
+    assert "get_weather" not in repair  # ... not for the model, which was given no such tool
+
+
+def test_injected_catalog_tools_are_named_by_what_tells_them_apart(tmp_path):
+    """Gorilla's TorchHub holds four `Densenet` tools and TensorFlow Hub 31 `model_id` ones: injected,
+    they reached the model as `Densenet`, `torchhub__Densenet_2`, ... (issue 40). Each is now named by
+    the words of its call its namesakes lack (`Densenet_densenet121`), numbered only as a last resort."""
+    import re
+
+    from router import Router
+    from tests.conftest import BUNDLED_GORILLA
+    from tests.support.cli import toolsift
+
+    db = tmp_path / "g.db"
+    for hub in ("torchhub", "tensorflowhub"):
+        assert toolsift("catalog", "add", BUNDLED_GORILLA / f"{hub}_api.jsonl", db=db).returncode == 0
+    asks = ["Classify images with a DenseNet model pretrained on ImageNet",
+            "Load a pre-trained text embedding model from TensorFlow Hub to embed sentences"]
+    with ScriptedUpstream([completion("ok")] * len(asks)) as up, \
+            running(up.base_url, Router.open(db), k=5, inject=True) as srv:
+        sent = []
+        for text in asks:
+            raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user(text))
+            selected = json.loads(raw.headers["x-toolsift-selected"])
+            names = [t["function"]["name"] for t in up.chat_requests[-1]["tools"]]
+            assert names == [s["name"] for s in selected]  # the header maps each name to its record
+            sent.append(names)
+    dense, hub = sent
+    assert sum(n.startswith("Densenet_densenet") for n in dense) >= 2, dense
+    assert any(n.startswith("model_id_") for n in hub), hub
+    for names in sent:
+        numbered = [n for n in names if re.search(r"_\d+$", n) and n.rsplit("_", 1)[0] in names]
+        assert not numbered and not any("__" in n for n in names), names  # no _2, no torchhub__
 
 
 def test_body_over_the_limit_is_413_before_it_is_read():
