@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -17,6 +18,9 @@ def serve_mcp(
     db: GatewayStore = None,
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP transport: interface to bind."),
     port: int = typer.Option(8765, "--port", help="HTTP transport: port (path /mcp)."),
+    header_timeout: float = typer.Option(10.0, "--header-timeout", help="HTTP transport: seconds a client "
+                                         "connection has to send each request's line and headers (then it is "
+                                         "closed)."),
     pin: list[str] = typer.Option([], "--pin", help="Expose this tool directly (server__tool or a unique bare "
                                   "name); repeatable."),
     method: Optional[Literal["hybrid", "bm25", "dense"]] = typer.Option(None, "--method", help="Ranking for search_tools: hybrid | bm25 | dense "
@@ -51,6 +55,8 @@ def serve_mcp(
 
     if transport not in ("stdio", "http"):
         raise GatewayError(f"--transport must be stdio or http, not {transport!r}")
+    if not (math.isfinite(header_timeout) and header_timeout > 0):  # NaN compares false with everything
+        raise GatewayError(f"--header-timeout must be a positive number of seconds, got {header_timeout:g}")
     if method is not None and method not in ("hybrid", "bm25", "dense"):
         raise GatewayError(f"--method must be hybrid, bm25 or dense, not {method!r}")
     if model is not None:
@@ -92,4 +98,4 @@ def serve_mcp(
     else:
         door = f", {len(tenant_table)} tenants" if tenant_table is not None else ""
         typer.echo(f"toolsift MCP gateway on http://{host}:{port}/mcp ({len(specs)} upstream servers{door})", err=True)
-        anyio.run(serve_http, gateway, host, port, sock)
+        anyio.run(serve_http, gateway, host, port, sock, header_timeout)

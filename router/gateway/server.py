@@ -9,6 +9,7 @@ import json
 import socket
 from typing import Any, Protocol
 
+from ..http_guard import HEADER_TIMEOUT, header_guarded_protocol
 from .errors import GatewayError
 from .names import qualified
 
@@ -186,9 +187,11 @@ def listen_socket(host: str = "127.0.0.1", port: int = 8765) -> socket.socket:
 
 
 async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int = 8765,
-                     sock: socket.socket | None = None) -> None:
+                     sock: socket.socket | None = None, header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``gateway`` over streamable HTTP at ``http://host:port/mcp`` (or on ``sock``,
-    already bound by `listen_socket`)."""
+    already bound by `listen_socket`). A connection gets ``header_timeout`` seconds for each
+    request's line and headers, then it is closed (`router.http_guard`): a client that sends half a
+    header holds no socket for long."""
     import uvicorn
 
     sock = sock or listen_socket(host, port)  # before the gateway starts anything
@@ -199,7 +202,8 @@ async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int 
                 from router.tenancy.views import KeyCheck
 
                 app = KeyCheck(app, gateway.tenants)
-            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                    http=header_guarded_protocol(header_timeout))
             await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         sock.close()

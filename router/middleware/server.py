@@ -15,6 +15,7 @@ import logging
 import socket
 from typing import Any
 
+from ..http_guard import HEADER_TIMEOUT, header_guarded_protocol
 from .errors import MiddlewareError
 
 log = logging.getLogger("toolsift.proxy")
@@ -56,55 +57,6 @@ def bind(host: str, port: int) -> socket.socket:
         raise MiddlewareError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
     return sock
-
-
-HEADER_TIMEOUT = 10.0  # seconds a connection may take to send a request line and its headers
-
-
-def header_guarded_protocol(seconds: float) -> type:
-    """uvicorn's h11 protocol with a header read timeout, which uvicorn does not have: a connection
-    that has not sent a complete request line and headers within ``seconds`` of opening (or of its
-    previous response) is closed. Without it a client trickling a header, or sending half of one,
-    held its socket and memory as long as it liked (90-120 s in the issue 42 probe). The body has its
-    own limit in the app (``body_timeout``, 408); an idle keep-alive connection ends after uvicorn's
-    ``timeout_keep_alive`` (5 s) or this, whichever comes first."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HeaderTimeoutProtocol(H11Protocol):
-        _header_timer: Any = None
-        _waiting_since = 0.0  # when this connection began waiting for a request's headers
-
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._waiting_since = self.loop.time()
-            self._header_timer = self.loop.call_later(seconds, self._check_headers)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._waiting_since = self.loop.time()  # the next request's headers are due from now
-
-        def _waiting_for_headers(self) -> bool:
-            return self.cycle is None or self.cycle.response_complete
-
-        def _check_headers(self) -> None:
-            self._header_timer = None
-            if self.transport.is_closing():
-                return
-            late = self.loop.time() - self._waiting_since
-            if self._waiting_for_headers() and late >= seconds:
-                self.transport.close()
-                return
-            # a request in progress (its body and answer are the app's business), or headers not yet due
-            again = seconds - late if self._waiting_for_headers() else seconds
-            self._header_timer = self.loop.call_later(max(again, 0.01), self._check_headers)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-            super().connection_lost(exc)
-
-    return HeaderTimeoutProtocol
 
 
 class ReadableLine(logging.Formatter):
