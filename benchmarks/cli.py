@@ -209,12 +209,24 @@ def _proxy_cmd(
                               "latency along the way (default method hybrid; results in benchmarks/results/proxy_soak)"),
     soak_requests: Optional[int] = typer.Option(None, "--soak-requests", help="requests in the soak (default 2,000; "
                                                 "200 with --quick)"),
+    new_list: bool = typer.Option(False, "--new-list", help="instead: one new list of real tools, time to its first "
+                                  "answer and until it is ranked hybrid (results in benchmarks/results/proxy_new_list)"),
+    new_list_tools: int = typer.Option(10_000, "--new-list-tools", help="tools in the --new-list list"),
 ) -> None:
-    """Middleware/proxy overhead per request (own time, CPU, tokens saved), or a soak (--soak)."""
+    """Middleware/proxy overhead per request (own time, CPU, tokens saved), a soak (--soak), or a new big
+    tool list (--new-list)."""
     from .serving import proxy_overhead
 
     if method not in ("bm25", "hybrid", "dense"):
         raise BenchmarkError(f"--method must be bm25, hybrid or dense, not {method!r}")
+    if new_list:
+        from .serving import new_list as new_list_bench
+
+        target = _out(out, "proxy_new_list", quick)
+        res = new_list_bench.run(target, n_tools=new_list_tools, k=k)
+        typer.echo(new_list_bench.report(res))
+        typer.echo(f"wrote {target / 'report.md'}")
+        return
     if soak:
         from .serving import proxy_soak
 

@@ -169,6 +169,8 @@ class Proxy(StreamRelay):
         if routed:
             rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
                        route=routed.status, selected=[_short(s["name"]) for s in routed.selected][:32])
+            if routed.extra.get("dense"):  # ranked by BM25 while the list's embeddings are built
+                rec["dense"] = routed.extra["dense"]
         if self.usage_log is not None and ex is not None and status == 200:
             try:
                 record_exchange(self.usage_log, ex, rec.get("tenant"))

@@ -30,6 +30,7 @@ from apidb.names import unique_names
 from apidb.record import canonical_json
 
 from .errors import RequestError
+from .list_routers import BM25_SUFFIX, INLINE_MAX, ListRouters
 from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names, loop_tools,
                      rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
@@ -172,7 +173,8 @@ class RequestRouter:
                  max_tools: int = MAX_TOOLS, inject: bool = False, cache_size: int = 16,
                  control_tools: Sequence[str] = CONTROL_TOOLS, max_request_tools: int = MAX_REQUEST_TOOLS,
                  cache_tools: int = 50_000, vector_cache_mb: float = 64.0, adaptive: bool = False,
-                 on_abstain: str = "flag", tool_search: bool = False, max_searches: int = 2) -> None:
+                 on_abstain: str = "flag", tool_search: bool = False, max_searches: int = 2,
+                 embed_inline: int = INLINE_MAX) -> None:
         if k < 1:
             raise RequestError(f"k must be at least 1, got {k}")
         if on_abstain not in ON_ABSTAIN:
@@ -188,6 +190,9 @@ class RequestRouter:
         self.control_tools, self.max_request_tools = tuple(control_tools), max_request_tools
         self.routers = RouterCache(cache_size, cache_tools)
         self.vectors = VectorCache(int(vector_cache_mb * 2**20))
+        # embed_inline: a new tool list with more tools to embed than this is ranked by BM25 while they
+        # are embedded in the background (router/middleware/list_routers.py)
+        self.lists = ListRouters(self.routers, self.vectors, self._embedder, inline_max=embed_inline)
         self._lock = threading.Lock()
         self._names: dict[str, set[str]] | None = None
         self._names_of: Any = None  # the records list _names was built from
@@ -207,14 +212,15 @@ class RequestRouter:
             return self._inject(body)
         forced = forced_names(body, self.pinned, names, self.control_tools, keep, self._loop_tools(tools, names))
         keep_at: dict[int, dict] = {i: {"name": n, "reason": forced[n]} for i, n in enumerate(names) if n in forced}
-        status, abstention, ids = "routed", None, {}
+        status, abstention, ids, notes = "routed", None, {}, {}
         if len(tools) <= self.k and len(tools) <= self.max_tools:
             ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
         elif len(tools) - len(keep_at) <= self.k:  # nothing left to cut once the kept tools are set aside
             ranked, status = [(i, None) for i in range(len(tools)) if i not in keep_at], "all"
         else:
             rankable_messages(body["messages"])
-            pairs, abstention, ids = self._rank(tools, names, body["messages"], self.k + len(keep_at))
+            notes: dict[str, str] = {}
+            pairs, abstention, ids = self._rank(tools, names, body["messages"], self.k + len(keep_at), notes)
             ranked = [(i, s) for i, s in pairs if i not in keep_at]
         stripped = abstention is not None and abstention.abstained and self.on_abstain == "strip"
         if stripped:
@@ -235,7 +241,7 @@ class RequestRouter:
             status = "all"
         return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
                              budget_exceeded=over, status=status, k=self.k, abstention=abstention,
-                             extra={"abstain": "stripped"} if stripped else {}, ids=ids)
+                             extra={**notes, **({"abstain": "stripped"} if stripped else {})}, ids=ids)
 
     def warm(self, body: Any) -> bool:
         """Whether `route` would build nothing for this body: no in-memory router, no vectors,
@@ -257,7 +263,7 @@ class RequestRouter:
             if known is not None and known[0] is self.router.records:
                 return known[1] is not None or tools.key in self.routers
             return False
-        return tools.key in self.routers
+        return tools.key in self.routers or tools.key + BM25_SUFFIX in self.routers
 
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
@@ -306,7 +312,7 @@ class RequestRouter:
 
     def cache_stats(self) -> dict[str, dict]:
         """Hit / miss / size counters of the per-tool-list caches (the proxy's /metrics)."""
-        return {"routers": self.routers.stats(), "vectors": self.vectors.stats()}
+        return {"routers": self.routers.stats(), "vectors": self.vectors.stats(), "embedding": {"pending": self.lists.stats()["pending"]}}
 
     # -- internals
     def _loop_tools(self, tools: Sequence[dict], names: list[str]) -> set[str]:
@@ -368,16 +374,23 @@ class RequestRouter:
         return RoutedRequest(dict(body, tools=offered), offered, [], selected, 0, len(offered), injected=True,
                              status="injected", k=self.k)
 
-    def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict],
-              n: int) -> tuple[list[tuple[int, Any]], Any, dict[str, str]]:
-        """(tool position, Selection) in rank order, the abstention, and name -> catalog id."""
+    def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict], n: int,
+              notes: dict[str, str] | None = None) -> tuple[list[tuple[int, Any]], Any, dict[str, str]]:
+        """(tool position, Selection) in rank order, the abstention, and name -> catalog id. ``notes``
+        gets ``dense``: ``building`` / ``waiting`` when a new big list was ranked by BM25 only because
+        its embeddings are being built (`ListRouters`)."""
         query, k = messages, min(n, len(tools))
         ids = self._catalog_ids(tools, names)
         if ids is not None:  # every tool is a catalog tool: rank with the catalog's persisted indexes
             pos = {rid: i for i, rid in enumerate(ids)}
             sels = self.router.select(query, k=k, method=self.method, candidates=list(pos), adaptive=self.adaptive)
             return [(pos[s.record.id], s) for s in sels], sels.abstention, dict(zip(names, ids))
-        router, index = self.routers.get_or_build(tool_set_key(tools), lambda: self._build(tools))
+        model = self.model or (self.router.model_id if self.router is not None else None)
+        config = self.router.config if self.router is not None and not self.model else None
+        (router, index), pending = self.lists.get(tool_set_key(tools), tools, model=model, config=config,
+                                                  dense=self.method != "bm25")
+        if pending is not None and notes is not None:
+            notes["dense"] = pending
         sels = router.select(query, k=k, method=self.method, adaptive=self.adaptive)
         return [(index[s.record.id], s) for s in sels if s.record.id in index], sels.abstention, {}
 
@@ -415,29 +428,6 @@ class RequestRouter:
         if key is not None:
             self._ids.put(key, (records, ids))
         return ids
-
-    def _build(self, tools: Sequence[dict]) -> tuple[Any, dict[str, int]]:
-        """An in-memory router over exactly this tool set. Its vectors come from the bounded
-        `VectorCache` (never the on-disk embedding cache: see tool_cache.py)."""
-        from apidb.errors import LoadError
-        from apidb.loaders.openai import records_from_openai_tools
-
-        from router import text as rtext
-        from router.index.vector_index import DenseIndex
-        from router.ranking.engine import Router
-
-        try:
-            records = records_from_openai_tools(list(tools), namespace="request")
-        except LoadError as exc:
-            raise RequestError(str(exc)) from exc
-        index = {r.id: i for i, r in enumerate(records)}
-        model = self.model or (self.router.model_id if self.router is not None else None)
-        config = self.router.config if self.router is not None and not self.model else None
-        if self.method == "bm25":
-            return Router(records, model=model, config=config, dense_enabled=False), index
-        vecs = self.vectors.vectors(self._embedder(model), [rtext.embedding_key(r) for r in records],
-                                    lambda i: rtext.record_passage(records[i]))
-        return Router(records, model=model, config=config, dense=DenseIndex(vecs)), index
 
     def _embedder(self, model: str | None) -> Any:
         from router.encoders.dense import DEFAULT_MODEL, Embedder

@@ -85,6 +85,8 @@ class ReadableLine(logging.Formatter):
         if "tools_in" in rec:
             parts.append(f"tools {rec['tools_in']}→{rec.get('tools_out', '?')}"
                          + (" (catalog tools injected)" if rec.get("injected") else ""))
+        if rec.get("dense"):
+            parts.append(f"bm25 (embeddings {rec['dense']})")
         if rec.get("verdicts"):
             parts.append(",".join(rec["verdicts"]))
         if rec.get("repairs"):

@@ -63,6 +63,13 @@ class LRU:
                 self.weight -= ow
                 self.evictions += 1
 
+    def discard(self, key: Hashable) -> None:
+        """Drop ``key`` if it is there (not an eviction)."""
+        with self._lock:
+            old = self._data.pop(key, None)
+            if old is not None:
+                self.weight -= old[1]
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -91,6 +98,10 @@ class VectorCache:
             return np.zeros((0, embedder.dim), dtype=np.float32)
         return np.ascontiguousarray(np.vstack(found), dtype=np.float32)
 
+    def missing(self, keys: list[str]) -> int:
+        """How many of ``keys`` have no vector here (not counted as hits or misses)."""
+        return sum(self._lru.peek(k) is None for k in keys)
+
     def stats(self) -> dict[str, float]:
         s = self._lru.stats()
         return {"entries": s["entries"], "bytes": int(s["weight"]), "hits": s["hits"], "misses": s["misses"],
@@ -104,6 +115,15 @@ class RouterCache:
         self._lru = LRU(max_entries, max_tools, weigh=lambda entry: len(entry[1]))
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
+
+    def get(self, key: str) -> tuple[Any, dict[str, int]] | None:
+        return self._lru.get(key)
+
+    def put(self, key: str, entry: tuple[Any, dict[str, int]]) -> None:
+        self._lru.put(key, entry)
+
+    def discard(self, key: str) -> None:
+        self._lru.discard(key)
 
     def get_or_build(self, key: str, build: Callable[[], tuple[Any, dict[str, int]]]) -> tuple[Any, dict[str, int]]:
         entry = self._lru.get(key)
