@@ -9,7 +9,10 @@ names them here:
   the set is qualified with its namespace for every record that has it, so the model sees
   no favourite; a clash left after that is numbered. Given the catalog's namesakes of each
   record, a name several catalog tools share (Gorilla's 31 ``model_id``) becomes the name plus
-  the words of the record's call that tell it apart (``Densenet_densenet121``).
+  the words of the record's call that tell it apart (``Densenet_densenet121``); namesakes whose
+  call words are the same, or which have none, are told apart by the rest of the call (a version:
+  ``movenet_v3``, a callee, a keyword) or by their descriptions, and numbered only when nothing
+  differs.
 - `ToolNamer` names a set that grows during a run (the reference loop): a record keeps the name
   it was first shown under, and a later record whose plain name is taken is qualified, then
   numbered, so earlier turns of the conversation stay valid.
@@ -93,16 +96,101 @@ def _plain(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
+_CALLEES = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_KEYWORDS = re.compile(r"[(,]\s*([A-Za-z_]\w*)\s*=(?!=)")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+# words that tell no tool from another: articles, and the verbs catalog descriptions open with
+_COMMON = frozenset("""a an and any api are as at be by can for from how in into is it its model models of on
+or pre that the this to trained use used using which with you your also allows available based been designed
+has have provides such was were""".split())
+MAX_EXTRA = 3  # words a told-apart name adds at most
+
+
+def _detail_words(record: Any) -> list[str]:
+    """Everything a call says, for telling namesakes with the same call words apart: its callees, its
+    keyword names, its literals' path segments with a version number as ``v4``."""
+    call = getattr(record, "call", None) or ""
+    words: list[str] = []
+    for word in [*_CALLEES.findall(call), *_KEYWORDS.findall(call)]:
+        if word not in words:
+            words.append(word)
+    for a, b in _LITERAL.findall(call):
+        for part in _HOST.sub("", a or b).split("/"):
+            word = f"v{part}" if part.isdigit() else part
+            if word and word not in words:
+                words.append(word)
+    return words
+
+
+def _description_words(record: Any) -> list[str]:
+    seen: list[str] = []
+    for word in _WORD.findall(getattr(record, "description", None) or ""):
+        word = word.lower()
+        if word not in _COMMON and word not in seen:
+            seen.append(word)
+    return seen
+
+
+def _apart(mine: list[str], others: list[set[str]], name: str, budget: int) -> list[str]:
+    """Words of ``mine`` (in order) that rule out ``others`` one after another, at most ``budget``."""
+    picked: list[str] = []
+    left = list(others)
+    for word in mine:
+        if not left or len(picked) == budget:
+            break
+        if _plain(word) in _plain(name) or all(word in o for o in left):
+            continue
+        picked.append(word)
+        left = [o for o in left if word in o]
+    return picked
+
+
+def _first_names(siblings: Sequence[Any]) -> dict[str, str]:
+    return {s.id: variant_name(s, siblings) or openai_name(s.name) for s in siblings}
+
+
+def told_apart(record: Any, siblings: Sequence[Any], first: dict[str, str] | None = None) -> str | None:
+    """`variant_name`, and when that still leaves ``record`` with the name of some of its siblings (their
+    calls' words are the same, or there are none: ``hub.KerasLayer(model_id)``), the name plus what tells
+    it apart from those: the rest of its call (callees, keywords, a version as ``v4``), else words of
+    its description; a record whose call names nothing is named by its description. Only namesakes in
+    its own namespace count: the others differ by namespace. None when nothing tells it apart (true
+    duplicates keep the plain name, then get a number)."""
+    first = first if first is not None else _first_names(siblings)
+    name = first.get(record.id) or variant_name(record, siblings) or openai_name(record.name)
+    # namesakes in other namespaces are told apart by their namespace (`unique_names` qualifies them)
+    same = [s for s in siblings if s.id != record.id and s.namespace == record.namespace]
+    clash = [s for s in same if first.get(s.id) == name]
+    extra: list[str] = []
+    if same and not _LITERAL.search(getattr(record, "call", None) or ""):
+        # a call that names nothing (``hub.KerasLayer(model_id)``), or none at all: its description tells
+        name = openai_name(record.name)
+        extra = _apart(_description_words(record), [set(_description_words(s)) for s in same], name, MAX_EXTRA)
+    elif clash:
+        extra = _apart(_detail_words(record), [set(_detail_words(s)) for s in clash], name, MAX_EXTRA)
+        if not extra:
+            extra = _apart(_description_words(record), [set(_description_words(s)) for s in clash], name,
+                           MAX_EXTRA)
+    if not extra:
+        return name if name != openai_name(record.name) else None
+    suffix = openai_safe("_".join(extra), None)[:MAX_NAME - 2]
+    return f"{name[:MAX_NAME - len(suffix) - 1]}_{suffix}"
+
+
 def unique_names(records: Sequence[Named], siblings: Callable[[Named], Sequence[Any]] | None = None) -> list[str]:
     """One name per record, unique in the set (see the module doc). ``siblings(record)``: the catalog's
     records that share its name; a record whose name is shared there (Gorilla's 31 ``model_id`` tools,
     4 ``Densenet``) is named by what its call adds (`variant_name`), not by a number."""
     plain = [openai_name(r.name) for r in records]
     if siblings is not None:
+        firsts: dict[tuple[str, ...], dict[str, str]] = {}  # per namesake group: its `variant_name`s
         for i, r in enumerate(records):
             group = siblings(r)
             if len(group) > 1:
-                plain[i] = variant_name(r, group) or plain[i]
+                ids = tuple(s.id for s in group)
+                if ids not in firsts:
+                    firsts[ids] = _first_names(group)
+                plain[i] = told_apart(r, group, firsts[ids]) or plain[i]
     out: list[str] = []
     taken: set[str] = set()
     for r, name in zip(records, plain):

@@ -57,3 +57,54 @@ def test_namesakes_are_told_apart_by_their_calls_when_the_catalog_is_known():
     assert dense == ["Densenet_densenet121", "Densenet_densenet161", "Densenet_densenet169", "Densenet_densenet201"]
     numbered = [n for n in names if re.search(r"_\d+$", n) and n.rsplit("_", 1)[0] in shown.values()]
     assert len(numbered) < sum(len(g) for g in by_name.values() if len(g) > 1) / 4, numbered  # a last resort
+
+
+def _namesake_groups(recs: list[ApiRecord]) -> list[tuple[list[ApiRecord], list[str]]]:
+    """Each group of catalog records sharing a name, named at once with the catalog's namesakes known
+    (more than the proxy ever injects together: the hardest case for the names)."""
+    from collections import defaultdict
+
+    by_name = defaultdict(list)
+    for r in recs:
+        by_name[openai_name(r.name)].append(r)
+    return [(g, unique_names(g, lambda r: by_name[openai_name(r.name)])) for g in by_name.values() if len(g) > 1]
+
+
+def test_namesakes_with_the_same_call_words_are_told_apart_by_version_call_or_description():
+    """Issue 40, round 3: 27 of Gorilla's 169 namesakes were still numbered (`movenet_2`, `distilgpt2_2`,
+    `model_id_imagenet_inception_v3_classification_3`) and a record whose call names no model
+    (`hub.KerasLayer(model_id)`) got its callee as its name (`model_id_Sequential`). Now what differs
+    between them names them: a version, a callee, a keyword, else the description; one pair is left
+    whose calls and descriptions are the same but for the model's name, which the name holds already."""
+    groups = _namesake_groups(_gorilla())
+    shown = {r.id: n for g, names in groups for r, n in zip(g, names)}
+    by_call = {r.call: shown[r.id] for g, _ in groups for r in g}
+    for g, names in groups:
+        assert len(set(names)) == len(g) and all(VALID.match(n) for n in names), names
+    numbered = [n for g, names in groups for n in names if re.search(r"_\d+$", n) and n.rsplit("_", 1)[0] in names]
+    assert len(numbered) <= 1, numbered
+    assert by_call["hub.load('https://tfhub.dev/google/movenet/singlepose/lightning/3')"] == "movenet_v3"
+    assert by_call["hub.load('https://tfhub.dev/google/movenet/singlepose/lightning/4')"] == "movenet_v4"
+    assert by_call["pipeline('text-generation', model='distilgpt2')"] == "distilgpt2_model"
+    assert by_call["pipeline('text-generation')"] == "distilgpt2"
+    assert by_call["tf.keras.Sequential([hub.KerasLayer(model_id)])"] == "model_id_image_classification_inception"
+
+
+def test_records_whose_calls_name_nothing_are_named_by_their_descriptions():
+    """Three `model_id` tools of one namespace whose calls hold no string: before, all three were
+    `model_id`, `model_id_2`, `model_id_3`; the words of each description its namesakes lack name it."""
+    recs = [ApiRecord(id=f"hub/model_id~{i}", namespace="hub", name="model_id", call="hub.load(model_id)",
+                      description=d) for i, d in enumerate([
+                          "Detect objects in photos with an SSD MobileNet detector",
+                          "Embed English sentences into 512-dimensional vectors",
+                          "Segment an image into semantic regions with DeepLab"])]
+    names = unique_names(recs, lambda r: recs)
+    assert names == ["model_id_detect", "model_id_embed", "model_id_segment"], names
+
+
+def test_namesakes_in_other_namespaces_are_still_told_apart_by_namespace():
+    """Tools without a call (OpenAI, MCP) sharing a name across servers keep `server__name`: the
+    namespace is what tells them apart, not a description word."""
+    recs = [ApiRecord(id="web/search", namespace="web", name="search", description="Search the web for pages"),
+            ApiRecord(id="files/search", namespace="files", name="search", description="Search local files by name")]
+    assert unique_names(recs, lambda r: recs) == ["web__search", "files__search"]
