@@ -104,16 +104,50 @@ def demo(db: DemoDb = Path(".toolsift/demo.db"),
     next_steps(db)
 
 
+def examples_dir() -> Path | None:
+    """The repository's examples/ (tools.json, calls.jsonl): under the current folder, else next to the
+    package in a source checkout (an editable install run from elsewhere); None in a plain wheel install."""
+    checkout = Path(apidb.__file__).resolve().parents[1] / "examples"
+    for folder in (Path("examples"), checkout):
+        if (folder / "tools.json").is_file() and (folder / "calls.jsonl").is_file():
+            return folder
+    return None
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a command line shows it: relative to the current folder when under it, quoted if needed."""
+    import shlex
+
+    try:
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        path = path.resolve()
+    return shlex.quote(str(path))
+
+
 def next_steps(db: Path) -> None:
-    """Where to go from here: the same commands on the demo catalog, then on your own tools."""
+    """Where to go from here: the same commands on the demo catalog, then on your own tools. Every line
+    that is not a comment runs as printed from the folder the demo ran in (tests/router/cli/test_demo.py
+    runs each); your own catalog goes next to the demo's, not into the current folder."""
+    mine, demo_db = _shown(db.parent / "my.db"), _shown(db)
+    steps = [(f'toolsift route "translate English text to German" --db {demo_db}', "your own question"),
+             (f"toolsift catalog list resnet --db {demo_db}", "what the catalog holds")]
+    examples = examples_dir()
+    if examples is not None:
+        ex = _shown(examples)
+        steps += [(f"toolsift catalog add {ex}/tools.json --db {mine} && toolsift index --db {mine}", "your tools"),
+                  (f"toolsift check {ex}/calls.jsonl --db {mine} --fail-on none",
+                   "check tool calls (3 of the 4 are wrong)"),
+                  (f"toolsift serve openai --db {mine} --upstream https://api.openai.com/v1", "route live requests")]
+    else:
+        steps.append(("# your tools: toolsift catalog add TOOLS.json --db my.db (examples/ comes with the repository)",
+                      ""))
+    steps.append(("toolsift --help", "then toolsift COMMAND --help, docs/cli.md"))
     out.rule("[bold]Next[/bold]")
-    for line in (f'toolsift route "translate English text to German" --db {db}     # your own question',
-                 f"toolsift catalog list resnet --db {db}                          # what the catalog holds",
-                 "toolsift catalog add examples/tools.json --db my.db && toolsift index --db my.db   # your tools",
-                 "toolsift check examples/calls.jsonl --db my.db                   # check tool calls",
-                 "toolsift serve openai --db my.db --upstream https://api.openai.com/v1   # route live requests",
-                 "toolsift --help, toolsift COMMAND --help, docs/cli.md"):
-        out.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+    for cmd, why in steps:  # the why above its command: a command line is never wrapped (soft_wrap), nor padded
+        if why:
+            out.print(f"  # {why}", highlight=False, markup=False, soft_wrap=True)
+        out.print(f"  {cmd}", highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
