@@ -17,8 +17,8 @@ embedded once, however many concurrent requests bring it.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -37,17 +37,21 @@ Built = tuple[Any, dict[str, int]]  # (router, record id -> position in the requ
 
 
 class BackgroundEmbedding:
-    """One worker thread; at most ``max_pending`` jobs, one per key."""
+    """One daemon worker thread; at most ``max_pending`` jobs, one per key. A daemon, because a
+    process that is stopping (Ctrl-C on the proxy, the end of a script using ``wrap()``) must not wait
+    minutes for an embedding nobody will use."""
 
     def __init__(self, max_pending: int = MAX_PENDING) -> None:
         self.max_pending = max(1, max_pending)
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}  # key -> tools embedded so far
-        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: queue.SimpleQueue[tuple[str, Callable[[Callable[[int], None]], None]]] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
         self.done = self.failed = self.refused = 0
 
     def submit(self, key: str, job: Callable[[Callable[[int], None]], None]) -> bool:
-        """Start ``job(progress)`` for ``key`` unless it runs already; False when the queue is full."""
+        """Queue ``job(progress)`` for ``key`` unless it is queued or running already; False when
+        ``max_pending`` jobs are."""
         with self._lock:
             if key in self._pending:
                 return True
@@ -55,27 +59,29 @@ class BackgroundEmbedding:
                 self.refused += 1
                 return False
             self._pending[key] = 0
-            if self._pool is None:  # daemon-like: a process that exits does not wait for an embedding
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="toolsift-embed")
-            pool = self._pool
+            self._jobs.put((key, job))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="toolsift-embed", daemon=True)
+                self._worker.start()
+        return True
 
-        def progress(n: int) -> None:
-            with self._lock:
-                self._pending[key] = self._pending.get(key, 0) + n
+    def _work(self) -> None:
+        while True:
+            key, job = self._jobs.get()
 
-        def run() -> None:
+            def progress(n: int, key: str = key) -> None:
+                with self._lock:
+                    self._pending[key] = self._pending.get(key, 0) + n
+
             try:
                 job(progress)
                 self.done += 1
-            except Exception as exc:  # noqa: BLE001 - the list stays on BM25; the next request tries again
+            except Exception as exc:  # noqa: BLE001 - the list stays on BM25; a later request queues it again
                 self.failed += 1
-                log.warning("background embedding of a %s tool list failed: %s", key[:12], exc)
+                log.warning("background embedding of tool list %s failed: %s", key[:12], exc)
             finally:
                 with self._lock:
                     self._pending.pop(key, None)
-
-        pool.submit(run)
-        return True
 
     def building(self, key: str) -> bool:
         with self._lock:

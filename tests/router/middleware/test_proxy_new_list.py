@@ -72,3 +72,38 @@ def test_a_big_new_list_is_answered_by_bm25_then_ranked_hybrid_once_embedded(gor
     assert [x.get("dense") for x in routed[:2]] == ["building", "building"]
     assert "dense" not in routed[-1]
     assert "hybrid ranking from now on" in err
+
+
+def test_background_embedding_is_bounded_and_builds_each_list_once():
+    """At most two lists wait for (or are in) the embedding thread; a third is refused (its requests
+    say dense=waiting) until a place frees; a list already queued is not queued twice; a failing job
+    frees its place; the thread is a daemon, so a stopping process never waits for it."""
+    from router.middleware.list_routers import BackgroundEmbedding
+
+    bg = BackgroundEmbedding(max_pending=2)
+    gate, ran = threading.Event(), []
+
+    def job(name: str, fail: bool = False):
+        def run(progress) -> None:
+            gate.wait(30)
+            progress(10)
+            ran.append(name)
+            if fail:
+                raise RuntimeError("encoder gone")
+        return run
+
+    assert bg.submit("a", job("a")) and bg.submit("b", job("b", fail=True))
+    assert bg.submit("a", job("a-again"))  # already queued: accepted, not queued twice
+    assert not bg.submit("c", job("c"))    # full
+    assert bg.building("a") and bg.building("b") and not bg.building("c")
+    assert bg._worker is not None and bg._worker.daemon
+    gate.set()
+    end = time.monotonic() + 30
+    while bg.stats()["pending"] and time.monotonic() < end:
+        time.sleep(0.01)
+    assert ran == ["a", "b"] and bg.stats() == {"pending": 0, "done": 1, "failed": 1, "refused": 1}
+    assert bg.submit("c", job("c"))        # a place is free again
+    end = time.monotonic() + 30
+    while bg.building("c") and time.monotonic() < end:
+        time.sleep(0.01)
+    assert ran == ["a", "b", "c"]
