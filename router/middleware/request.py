@@ -263,7 +263,10 @@ class RequestRouter:
             if known is not None and known[0] is self.router.records:
                 return known[1] is not None or tools.key in self.routers
             return False
-        return tools.key in self.routers or tools.key + BM25_SUFFIX in self.routers
+        # a big list whose embeddings are being built is ranked by its cached BM25 router; one that is
+        # not being built may build (or queue) now: a worker thread's job
+        return tools.key in self.routers or (tools.key + BM25_SUFFIX in self.routers
+                                             and self.lists.background.building(tools.key))
 
     def scoped(self, router: Any) -> "RequestRouter":
         """The same settings over another view of the catalog (a tenant's namespaces,
