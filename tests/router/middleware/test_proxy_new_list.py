@@ -107,3 +107,19 @@ def test_background_embedding_is_bounded_and_builds_each_list_once():
     while bg.building("c") and time.monotonic() < end:
         time.sleep(0.01)
     assert ran == ["a", "b", "c"]
+
+
+def test_a_big_list_waiting_for_the_embedding_thread_is_not_warm(gorilla_records):
+    """`RequestRouter.warm` decides whether the proxy routes a request on its event loop. A big list
+    whose BM25 router is cached but whose embedding is not running (the queue was full: dense=waiting)
+    will queue it, or build it inline, on its next request: a worker thread's job, so not warm."""
+    from router.middleware.request import RequestRouter
+    from router.middleware.request_body import read_request
+
+    tools = [r.to_openai_tool(name=n) for r, n in zip(gorilla_records, unique_names(gorilla_records))][:40]
+    rr = RequestRouter(None, k=3, method="hybrid", embed_inline=10)
+    rr.lists.background.max_pending = 0  # every list is refused: nothing is embedded in this test
+    raw = json.dumps(_body(tools, "classify bird species in my garden photos")).encode()
+    routed = rr.route(read_request(raw))
+    assert routed.extra.get("dense") == "waiting" and routed.tools_out == 3
+    assert not rr.warm(read_request(raw))
