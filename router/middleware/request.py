@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from apidb.names import unique_names
+from apidb.names import MAX_NAME, unique_names
 from apidb.record import canonical_json
 
 from .errors import RequestError
@@ -296,6 +296,26 @@ class RequestRouter:
         self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
         return list(self._names or ())
 
+    def catalog_tools(self, records: Sequence[Any], taken: Iterable[str] = ()) -> list[tuple[str, dict]]:
+        """(name, Chat Completions tool) per catalog record, named as injected tools are: by what tells
+        a record from its namesakes in the catalog (31 `model_id`s), numbered only past ``taken``."""
+        self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
+        by_name, taken = self._names or {}, set(taken)
+
+        def siblings(record: Any) -> list[Any]:
+            found = (self.router.get(rid) for rid in sorted(by_name.get(record.openai_name(), ())))
+            return [r for r in found if r is not None]
+
+        out = []
+        for record, name in zip(records, unique_names(list(records), siblings)):
+            base, n = name, 1
+            while name in taken:  # an offered tool holds the name already
+                n += 1
+                name = f"{base[:MAX_NAME - 4]}_{n}"
+            taken.add(name)
+            out.append((name, record.to_openai_tool(name=name)))
+        return out
+
     def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
         """A request without tools in a conversation whose tools the upstream holds: sent as it
         came, its calls checked against ``tools`` (the list remembered for the conversation), or
@@ -354,14 +374,8 @@ class RequestRouter:
                                   method=self.method, pinned=pins, token_budget=self.token_budget)
         sels = sels[: self.max_tools]
         offered, selected = [], []
-        by_name = self._names or {}
-
-        def siblings(record: Any) -> list[Any]:  # the catalog's records of the same name: 31 `model_id`s
-            found = (self.router.get(rid) for rid in sorted(by_name.get(record.openai_name(), ())))
-            return [r for r in found if r is not None]
-
-        for s, name in zip(sels, unique_names([s.record for s in sels], siblings)):
-            offered.append(s.record.to_openai_tool(name=name))
+        for s, (name, tool) in zip(sels, self.catalog_tools([s.record for s in sels])):
+            offered.append(tool)
             selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
         if not offered:
             return none
