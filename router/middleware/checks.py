@@ -249,12 +249,14 @@ class Exchange:
 
     def _offer_search(self) -> None:
         """Add the search tool when routing left tools out (and the request has no tool of that name)."""
+        from .budget import charge_search
         from .search import SEARCH_NAME, catalog_left, native_search_tool
 
         r = self.routed
         if (self.streaming or self.request.get("stream")) and not self.search_streams:
             return
         if self.search_pool is not None:  # the client's own tool search (router/middleware/deferred.py)
+            charge_search(r, own=False)
             self._body = dict(self._body, tools=[*(self._body.get("tools") or []), native_search_tool(self.api)])
             self._searching = True
             r.extra["search"] = 0
@@ -265,7 +267,7 @@ class Exchange:
                 and isinstance(self._body.get("tools"), list)):
             return
         names = r.original.names if isinstance(r.original, ToolList) else [tool_name(t) for t in r.original]
-        if SEARCH_NAME in names:
+        if SEARCH_NAME in names or not charge_search(r, own=True):  # (no room left in the token budget)
             return
         self._body = dict(self._body, tools=[*self._body["tools"], native_search_tool(self.api)])
         self._searching = True

@@ -77,7 +77,7 @@ def catalog_found(rr: Any, routed: Any, query: str, n: int = SEARCH_RESULTS) -> 
     """The catalog's ``n`` best tools for ``query`` that ``routed`` does not offer yet, as
     (name, Chat Completions tool, what ``x-toolsift-selected`` says of it besides the reason).
     ``rr``: the request's `RequestRouter` (a tenant's view of the catalog under tenancy)."""
-    from .request import tool_name
+    from .policy import tool_name
 
     offered = {s["id"] for s in routed.selected if s.get("id")}
     sels = rr.router.select(query, k=n + len(offered), method=rr.method)
