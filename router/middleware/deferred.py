@@ -64,8 +64,15 @@ class Deferral:
             return _client_calls(data)
         if not log:
             return None
+        key = "output" if self.api == "responses" else "content"
+        return json.dumps(dict(data, **{key: [*self.front(log), *(data.get(key) or [])]})).encode()
+
+    def front(self, log: list[tuple[str, list[str]]]) -> list[dict]:
+        """The searches answered, as the provider puts them in front of its answer: Messages
+        ``server_tool_use`` + ``tool_search_tool_result`` blocks, Responses ``tool_search_call`` +
+        ``tool_search_output`` items (search_stream.py streams the same)."""
         if self.api == "responses":
-            return self._responses_answer(data, log)
+            return self._responses_items(log)
         blocks: list[dict] = []
         for query, names in log:
             use_id = f"srvtoolu_toolsift_{next(_ids)}"
@@ -73,10 +80,9 @@ class Deferral:
             blocks.append({"type": "tool_search_tool_result", "tool_use_id": use_id, "content": {
                 "type": "tool_search_tool_search_result",
                 "tool_references": [{"type": "tool_reference", "tool_name": n} for n in names]}})
-        return json.dumps(dict(data, content=[*blocks, *(data.get("content") or [])])).encode()
+        return blocks
 
-
-    def _responses_answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
+    def _responses_items(self, log: list[tuple[str, list[str]]]) -> list[dict]:
         items: list[dict] = []
         for query, names in log:
             n = next(_ids)
@@ -84,7 +90,7 @@ class Deferral:
             items.append({"type": "tool_search_call", "id": f"tsc_{n}", "arguments": {"query": query}, **common})
             items.append({"type": "tool_search_output", "id": f"tso_{n}", **common,
                           "tools": [self.pool[name] for name in names if name in self.pool]})
-        return json.dumps(dict(data, output=[*items, *(data.get("output") or [])])).encode()
+        return items
 
 
 def _references(content: Any) -> list[str]:
