@@ -153,6 +153,16 @@ def _is_hosted_search(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "tool_search" and tool.get("execution") != "client"
 
 
+def search_call_item(item: dict) -> dict:
+    """A call of the stand-in search tool as a client-executed ``tool_search_call`` item."""
+    try:
+        args = json.loads(item.get("arguments") or "{}")
+    except ValueError:
+        args = {"query": item.get("arguments")}
+    return {"type": "tool_search_call", "id": item.get("id") or f"tsc_{next(_ids)}", "call_id": item.get("call_id"),
+            "arguments": args, "execution": "client", "status": "completed"}
+
+
 def _client_calls(data: dict) -> bytes | None:
     """The model's calls of the stand-in search tool as client-executed ``tool_search_call`` items."""
     from .search import SEARCH_NAME
@@ -160,12 +170,7 @@ def _client_calls(data: dict) -> bytes | None:
     output, changed = [], False
     for item in data.get("output") or []:
         if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name") == SEARCH_NAME:
-            try:
-                args = json.loads(item.get("arguments") or "{}")
-            except ValueError:
-                args = {"query": item.get("arguments")}
-            item = {"type": "tool_search_call", "id": item.get("id") or f"tsc_{next(_ids)}", "call_id": item.get("call_id"),
-                    "arguments": args, "execution": "client", "status": "completed"}
+            item = search_call_item(item)
             changed = True
         output.append(item)
     return json.dumps(dict(data, output=output)).encode() if changed else None

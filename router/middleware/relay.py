@@ -69,7 +69,8 @@ class StreamRelay:
             lines = None
             if ex.searching:  # nothing reaches the client until the answer is known not to be a search
                 r, watch, lines = await self._search_rounds(r, ex, rec, headers or {})
-                rewrite = search_events(ex)
+            rewrite = search_events(ex)
+            if lines is not None:
                 for line in watch.held:
                     for out in rewrite.feed(line) if rewrite is not None else (line,):
                         if not said and watch.is_end(out):
@@ -86,7 +87,7 @@ class StreamRelay:
                     # before the client sees the end: its next request may name this response at once
                     remembered = True
                     ex.remember(watch.response())
-                    if ex.deferral is not None and ex.memory is not None:  # and the tools its searches loaded (as proxy.py does)
+                    if ex.deferral is not None and ex.memory is not None:  # and what its searches loaded (proxy.py)
                         ex.memory.remember_loaded(watch.final.get("id"), [
                             *ex.deferral.loaded, *(n for _, names in ex.search_log for n in names)])
                 for out in outs:

@@ -19,31 +19,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["SearchEvents", "search_events"]
+__all__ = ["ClientCalls", "SearchEvents", "search_events"]
 
 _TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 
 
-def search_events(ex: Any) -> "SearchEvents | None":
-    """The rewriter for ``ex``'s stream, or None when it has no search blocks to show."""
+def search_events(ex: Any) -> "_Rewriter | None":
+    """The rewriter for ``ex``'s stream, or None when it has nothing to change."""
     deferral = ex.deferral
-    if deferral is None or deferral.client or not ex.search_log:
+    if deferral is None:
         return None
-    return SearchEvents(deferral.front(ex.search_log), deferral.api == "responses")
+    if deferral.client:
+        return ClientCalls() if deferral.api == "responses" else None
+    return SearchEvents(deferral.front(ex.search_log), deferral.api == "responses") if ex.search_log else None
 
 
 def _event(kind: str, data: dict) -> list[str]:
     return [f"event: {kind}", f"data: {json.dumps(data, ensure_ascii=False)}", ""]
 
 
-class SearchEvents:
-    """Feed it the upstream's SSE lines; it returns the lines the client gets."""
+class _Rewriter:
+    """Feed it the upstream's SSE lines; it returns the lines the client gets, one event at a time."""
 
-    def __init__(self, front: list[dict], responses: bool) -> None:
-        self.front, self.responses = front, responses
-        self.shift = len(front)  # places the model's own blocks / items move up
-        self.added = 0           # events inserted (the Responses sequence numbers move up by as many)
-        self.done = False
+    def __init__(self) -> None:
         self._pending: list[str] = []
 
     def feed(self, line: str) -> list[str]:
@@ -51,14 +49,14 @@ class SearchEvents:
         if line.strip():
             return []
         event, self._pending = self._pending, []
-        return self._rewrite(event)
+        return self._split(event)
 
     def flush(self) -> list[str]:
         """Whatever the upstream sent after its last blank line."""
         event, self._pending = self._pending, []
-        return self._rewrite(event) if event else []
+        return self._split(event) if event else []
 
-    def _rewrite(self, lines: list[str]) -> list[str]:
+    def _split(self, lines: list[str]) -> list[str]:
         at = next((i for i, line in enumerate(lines) if line.startswith("data:")), None)
         try:
             data = json.loads(lines[at][5:]) if at is not None else None
@@ -66,6 +64,29 @@ class SearchEvents:
             data = None
         if not isinstance(data, dict):
             return lines
+        return self._rewrite(lines, at, data)
+
+    def _rewrite(self, lines: list[str], at: int, data: dict) -> list[str]:
+        raise NotImplementedError
+
+
+def _with(lines: list[str], at: int, data: dict) -> list[str]:
+    out = list(lines)
+    out[at] = "data: " + json.dumps(data, ensure_ascii=False)
+    return out
+
+
+class SearchEvents(_Rewriter):
+    """The searches toolsift answered for a provider's hosted tool search, streamed in front."""
+
+    def __init__(self, front: list[dict], responses: bool) -> None:
+        super().__init__()
+        self.front, self.responses = front, responses
+        self.shift = len(front)  # places the model's own blocks / items move up
+        self.added = 0           # events inserted (the Responses sequence numbers move up by as many)
+        self.done = False
+
+    def _rewrite(self, lines: list[str], at: int, data: dict) -> list[str]:
         kind = str(data.get("type") or "")
         before: list[str] = []
         if not self.done and self._goes_before(kind):
@@ -75,9 +96,7 @@ class SearchEvents:
             self._move_responses(kind, data)
         elif kind.startswith("content_block_") and isinstance(data.get("index"), int):
             data["index"] += self.shift
-        out = list(lines)
-        out[at] = "data: " + json.dumps(data, ensure_ascii=False)
-        return before + out
+        return before + _with(lines, at, data)
 
     def _goes_before(self, kind: str) -> bool:
         if self.responses:
@@ -114,3 +133,35 @@ class SearchEvents:
         response = data.get("response")
         if kind in _TERMINAL and isinstance(response, dict) and isinstance(response.get("output"), list):
             data["response"] = dict(response, output=[*self.front, *response["output"]])
+
+
+class ClientCalls(_Rewriter):
+    """A client-executed Responses ``tool_search``: the model's calls of the stand-in function
+    reach the client as ``tool_search_call`` items (``execution: "client"``), as in a whole answer
+    (deferred.py); the stand-in's argument deltas are not sent (the SDKs add them only to a
+    ``function_call``), the whole arguments come with the item's ``.done`` event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: set[int] = set()  # output positions of the stand-in's calls
+
+    def _rewrite(self, lines: list[str], at: int, data: dict) -> list[str]:
+        from .deferred import search_call_item
+        from .search import SEARCH_NAME
+
+        kind, index, item = str(data.get("type") or ""), data.get("output_index"), data.get("item")
+        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call" \
+                and item.get("name") == SEARCH_NAME:
+            self.calls.add(index)
+            data["item"] = dict(search_call_item(dict(item, arguments="{}")), status="in_progress")
+        elif index in self.calls and kind.startswith("response.function_call_arguments"):
+            return []
+        elif kind == "response.output_item.done" and index in self.calls and isinstance(item, dict):
+            data["item"] = search_call_item(item)
+        elif kind in _TERMINAL and isinstance(data.get("response"), dict):
+            output = data["response"].get("output")
+            if isinstance(output, list):
+                data["response"] = dict(data["response"], output=[
+                    search_call_item(o) if isinstance(o, dict) and o.get("type") == "function_call"
+                    and o.get("name") == SEARCH_NAME else o for o in output])
+        return _with(lines, at, data)

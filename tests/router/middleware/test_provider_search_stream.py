@@ -61,3 +61,21 @@ def test_responses_stream_carries_the_search_items(tmp_path):
         raw = c.responses.with_raw_response.create(model="m", previous_response_id=final.id, tools=tools, input=[
             {"type": "function_call_output", "call_id": final.output[2].call_id, "output": "57 NOK"}])
         assert json.loads(raw.headers["x-toolsift-verdicts"])[0]["ok"] is True
+
+
+def test_responses_stream_gives_a_client_executed_search_call_as_its_item(tmp_path):
+    finder = {"type": "tool_search", "execution": "client", "description": "Find more tools by what they do.",
+              "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
+    deferred = [dict(t, defer_loading=True) for t in responses_tools() if t["name"] != "get_weather"]
+    tools = [finder, *(t for t in responses_tools() if t["name"] == "get_weather"), *deferred]
+    with ScriptedUpstream(model()) as up, serving("openai", up.base_url, tmp_path, "--on-hallucination", "reject") as url:
+        c = openai.OpenAI(api_key="sk-client", base_url=f"{url}/v1", max_retries=0)
+        with c.responses.stream(model="m", input=[QUESTION], tools=tools) as stream:
+            kinds = [e.type for e in stream]
+            final = stream.get_final_response()
+        whole = c.responses.create(model="m", input=[QUESTION], tools=tools)
+        call = final.output[0]
+        assert [o.type for o in final.output] == [o.type for o in whole.output] == ["tool_search_call"]
+        assert call.execution == "client" and call.arguments == {"query": "convert money between currencies"}
+        assert "response.function_call_arguments.delta" not in kinds  # the stand-in's arguments never show
+        assert "toolsift_search_tools" in json.dumps(up.api_requests("responses")[0]["tools"])
