@@ -29,6 +29,8 @@ from typing import Any, Iterable, Sequence
 from apidb.names import MAX_NAME, unique_names
 from apidb.record import canonical_json
 
+from router.errors import RouterError
+
 from .budget import fit, search_reserve
 from .errors import RequestError
 from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, check_tool_count, forced_names, loop_tools,
@@ -355,8 +357,15 @@ class RequestRouter:
         self._catalog_ids([], [])  # builds the name map
         pins = [p for p in self.pinned if p in self._names or self.router.get(p) is not None]
         budget = None if self.token_budget is None else self.token_budget - search_reserve(self)
-        sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
-                                  method=self.method, pinned=pins, token_budget=budget)
+        try:
+            sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
+                                      method=self.method, pinned=pins, token_budget=budget)
+        except RouterError:  # the pins fill what the search tool would leave: the pins win, no search
+            if budget == self.token_budget:
+                raise
+            budget = self.token_budget
+            sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
+                                      method=self.method, pinned=pins, token_budget=budget)
         sels = sels[: self.max_tools]
         offered, selected = [], []
         for s, (name, tool) in zip(sels, self.catalog_tools([s.record for s in sels])):

@@ -58,3 +58,16 @@ def test_injected_tools_and_search_tool_share_the_budget(stb_router):  # noqa: F
     used = sum(tool_tokens(t) for t in tools)
     assert list(offered_tools(up.chat_requests[0], "chat"))[-1] == SEARCH and len(tools) > 1
     assert used <= budget and f"budget={used}/{budget}" in raw.headers["x-toolsift-route"]
+
+
+def test_pinned_catalog_tool_keeps_its_room_from_the_search_tool(stb_router):  # noqa: F811
+    """A pin that fits the budget, but not beside the search tool: the pin is kept, the search tool left out."""
+    pin = "get_random_joke_for_world_of_jokes"
+    cost = tool_tokens(next(r for r in stb_router.records if r.name == pin).to_openai_tool())
+    budget = max(cost, search_cost()) + 2  # each fits on its own, not both
+    assert cost + search_cost() > budget
+    with ScriptedUpstream([completion("ok")]) as up, running(up.base_url, stb_router, k=5, inject=True, pinned=(pin,),
+                                                             tool_search=True, token_budget=budget) as srv:
+        raw = client(srv).chat.completions.with_raw_response.create(model="m", messages=user("Tell me a joke"))
+        names = list(offered_tools(up.chat_requests[0], "chat"))
+    assert raw.status_code == 200 and pin in names and SEARCH not in names, names
