@@ -249,21 +249,25 @@ class Exchange:
 
     def _offer_search(self) -> None:
         """Add the search tool when routing left tools out (and the request has no tool of that name)."""
-        from .search import SEARCH_NAME, native_search_tool
+        from .budget import charge_search
+        from .search import SEARCH_NAME, catalog_left, native_search_tool
 
         r = self.routed
         if (self.streaming or self.request.get("stream")) and not self.search_streams:
             return
         if self.search_pool is not None:  # the client's own tool search (router/middleware/deferred.py)
+            charge_search(r, own=False)
             self._body = dict(self._body, tools=[*(self._body.get("tools") or []), native_search_tool(self.api)])
             self._searching = True
             r.extra["search"] = 0
             return
-        if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and r.status == "routed"
-                and r.checked and r.tools_out < r.tools_in and isinstance(self._body.get("tools"), list)):
+        left_out = r.status == "routed" and r.checked and r.tools_out < r.tools_in or r.injected and catalog_left(
+            self.rr, r)
+        if not (getattr(self.rr, "tool_search", False) and self.rr.max_searches > 0 and left_out
+                and isinstance(self._body.get("tools"), list)):
             return
         names = r.original.names if isinstance(r.original, ToolList) else [tool_name(t) for t in r.original]
-        if SEARCH_NAME in names:
+        if SEARCH_NAME in names or not charge_search(r, own=True):  # (no room left in the token budget)
             return
         self._body = dict(self._body, tools=[*self._body["tools"], native_search_tool(self.api)])
         self._searching = True
@@ -276,39 +280,44 @@ class Exchange:
 
     def _search_round(self, response: Any, calls: list[dict]) -> dict:
         """Answer the model's search calls with the router, and the next body to send. The tools
-        searched: the client's deferred tools (``search_pool``), else the request's tools not
-        offered (all of the remembered ones on a held turn)."""
-        from .search import SEARCH_NAME, SEARCH_RESULTS, found_text, not_run_text, query_of
+        searched: the client's deferred tools (``search_pool``), the catalog for an injected request,
+        else the request's tools not offered (all of the remembered ones on a held turn)."""
+        from .search import SEARCH_NAME, SEARCH_RESULTS, catalog_found, found_text, not_run_text, query_of
 
         self.searches += 1
         last = self.searches >= self.rr.max_searches
+        catalog = self.routed.injected and self.search_pool is None
         pool = self.api.to_chat_tools(list(self.search_pool.values())) if self.search_pool is not None \
             else self.routed.original
         have = pool.names if isinstance(pool, ToolList) else [tool_name(t) for t in pool]
         calls = [dict(c, id=c.get("id") or f"call_{i}") for i, c in enumerate(calls)]
-        answers, found_names = {}, []
+        answers, found = {}, []
         for call in calls:
             if tool_name(call) != SEARCH_NAME:
                 answers[call["id"]] = not_run_text()
                 continue
             query = query_of(call)
-            exclude = set(found_names) | (set() if self._held_search or self.search_pool is not None
-                                          else {tool_name(t) for t in self.routed.offered})
-            names = self.rr.search(pool, query, exclude, SEARCH_RESULTS) if query else []
-            found_names += names
-            self.search_log.append((query, names))
-            answers[call["id"]] = found_text(query, [pool[have.index(n)] for n in names])
-        found = [pool[have.index(n)] for n in found_names]
-        for name, tool in zip(found_names, found):
-            self.routed.offered.append(tool)
-            self.routed.selected.append({"name": name, "reason": "searched"})
+            if not query:
+                hits = []
+            elif catalog:
+                hits = catalog_found(self.rr, self.routed, query, SEARCH_RESULTS)
+            else:
+                exclude = {n for n, _, _ in found} | (set() if self._held_search or self.search_pool is not None
+                                                      else {tool_name(t) for t in self.routed.offered})
+                hits = [(n, pool[have.index(n)], {}) for n in self.rr.search(pool, query, exclude, SEARCH_RESULTS)]
+            for name, tool, said in hits:
+                self.routed.offered.append(tool)
+                self.routed.selected.append({"name": name, **said, "reason": "searched"})
+            found += hits
+            self.search_log.append((query, [n for n, _, _ in hits]))
+            answers[call["id"]] = found_text(query, [t for _, t, _ in hits])
         self.routed.extra["search"] = self.searches
         if self.search_pool is not None:
-            append = [self.search_pool[n] for n in found_names]
-        elif self._held_search:
-            append = self.api.native_tools(found)
+            append = [self.search_pool[n] for n, _, _ in found]
+        elif self._held_search or catalog:
+            append = self.api.native_tools([t for _, t, _ in found])
         else:
-            append = self.api.found_tools(self.request, self.routed, found_names)
+            append = self.api.found_tools(self.request, self.routed, [n for n, _, _ in found])
         self._searching = not last
         self._body = self.api.search_turn(self._body, as_dict(response), calls, answers, append,
                                           SEARCH_NAME if last else None)

@@ -64,8 +64,15 @@ class Deferral:
             return _client_calls(data)
         if not log:
             return None
+        key = "output" if self.api == "responses" else "content"
+        return json.dumps(dict(data, **{key: [*self.front(log), *(data.get(key) or [])]})).encode()
+
+    def front(self, log: list[tuple[str, list[str]]]) -> list[dict]:
+        """The searches answered, as the provider puts them in front of its answer: Messages
+        ``server_tool_use`` + ``tool_search_tool_result`` blocks, Responses ``tool_search_call`` +
+        ``tool_search_output`` items (search_stream.py streams the same)."""
         if self.api == "responses":
-            return self._responses_answer(data, log)
+            return self._responses_items(log)
         blocks: list[dict] = []
         for query, names in log:
             use_id = f"srvtoolu_toolsift_{next(_ids)}"
@@ -73,10 +80,9 @@ class Deferral:
             blocks.append({"type": "tool_search_tool_result", "tool_use_id": use_id, "content": {
                 "type": "tool_search_tool_search_result",
                 "tool_references": [{"type": "tool_reference", "tool_name": n} for n in names]}})
-        return json.dumps(dict(data, content=[*blocks, *(data.get("content") or [])])).encode()
+        return blocks
 
-
-    def _responses_answer(self, data: dict, log: list[tuple[str, list[str]]]) -> bytes:
+    def _responses_items(self, log: list[tuple[str, list[str]]]) -> list[dict]:
         items: list[dict] = []
         for query, names in log:
             n = next(_ids)
@@ -84,7 +90,7 @@ class Deferral:
             items.append({"type": "tool_search_call", "id": f"tsc_{n}", "arguments": {"query": query}, **common})
             items.append({"type": "tool_search_output", "id": f"tso_{n}", **common,
                           "tools": [self.pool[name] for name in names if name in self.pool]})
-        return json.dumps(dict(data, output=[*items, *(data.get("output") or [])])).encode()
+        return items
 
 
 def _references(content: Any) -> list[str]:
@@ -147,6 +153,16 @@ def _is_hosted_search(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "tool_search" and tool.get("execution") != "client"
 
 
+def search_call_item(item: dict) -> dict:
+    """A call of the stand-in search tool as a client-executed ``tool_search_call`` item."""
+    try:
+        args = json.loads(item.get("arguments") or "{}")
+    except ValueError:
+        args = {"query": item.get("arguments")}
+    return {"type": "tool_search_call", "id": item.get("id") or f"tsc_{next(_ids)}", "call_id": item.get("call_id"),
+            "arguments": args, "execution": "client", "status": "completed"}
+
+
 def _client_calls(data: dict) -> bytes | None:
     """The model's calls of the stand-in search tool as client-executed ``tool_search_call`` items."""
     from .search import SEARCH_NAME
@@ -154,12 +170,7 @@ def _client_calls(data: dict) -> bytes | None:
     output, changed = [], False
     for item in data.get("output") or []:
         if isinstance(item, dict) and item.get("type") == "function_call" and item.get("name") == SEARCH_NAME:
-            try:
-                args = json.loads(item.get("arguments") or "{}")
-            except ValueError:
-                args = {"query": item.get("arguments")}
-            item = {"type": "tool_search_call", "id": item.get("id") or f"tsc_{next(_ids)}", "call_id": item.get("call_id"),
-                    "arguments": args, "execution": "client", "status": "completed"}
+            item = search_call_item(item)
             changed = True
         output.append(item)
     return json.dumps(dict(data, output=output)).encode() if changed else None

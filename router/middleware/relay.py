@@ -14,6 +14,7 @@ from typing import Any, Optional
 from .checks import CHAT, Api, Exchange, verdicts_header
 from .messages import MESSAGES
 from .responses import RESPONSES
+from .search_stream import search_events
 from .upstream import response_headers
 
 log = logging.getLogger("toolsift.proxy")
@@ -63,25 +64,36 @@ class StreamRelay:
         import httpx
 
         watch, said, remembered = ex.api.stream(), False, False
+        rewrite = None  # the provider's search blocks put into the stream (search_stream.py)
         try:
             lines = None
             if ex.searching:  # nothing reaches the client until the answer is known not to be a search
                 r, watch, lines = await self._search_rounds(r, ex, rec, headers or {})
+            rewrite = search_events(ex)
+            if lines is not None:
                 for line in watch.held:
-                    if not said and watch.is_end(line):
-                        said = True
-                        yield self._verdict_comment(ex, watch)
-                    yield (line + "\n").encode()
+                    for out in rewrite.feed(line) if rewrite is not None else (line,):
+                        if not said and watch.is_end(out):
+                            said = True
+                            yield self._verdict_comment(ex, watch)
+                        yield (out + "\n").encode()
             async for line in lines if lines is not None else r.aiter_lines():
-                if not said and watch.is_end(line):
+                outs = rewrite.feed(line) if rewrite is not None else (line,)
+                if not said and any(watch.is_end(out) for out in outs):
                     said = True
-                    yield self._verdict_comment(ex, watch)
+                    yield self._verdict_comment(ex, watch)  # (of the answer up to its end)
                 watch.feed_line(line)
                 if ex.api is RESPONSES and not remembered and getattr(watch, "final", None) is not None:
                     # before the client sees the end: its next request may name this response at once
                     remembered = True
                     ex.remember(watch.response())
-                yield (line + "\n").encode()
+                    if ex.deferral is not None and ex.memory is not None:  # and what its searches loaded (proxy.py)
+                        ex.memory.remember_loaded(watch.final.get("id"), [
+                            *ex.deferral.loaded, *(n for _, names in ex.search_log for n in names)])
+                for out in outs:
+                    yield (out + "\n").encode()
+            for out in rewrite.flush() if rewrite is not None else ():
+                yield (out + "\n").encode()
             if not said:
                 yield self._verdict_comment(ex, watch)
         except httpx.TimeoutException:

@@ -26,12 +26,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from apidb.names import unique_names
+from apidb.names import MAX_NAME, unique_names
 from apidb.record import canonical_json
 
+from router.errors import RouterError
+
+from .budget import fit, search_reserve
 from .errors import RequestError
 from .list_routers import BM25_SUFFIX, INLINE_MAX, ListRouters
-from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, MUST_KEEP, check_tool_count, forced_names, loop_tools,
+from .policy import (CONTROL_TOOLS, MAX_REQUEST_TOOLS, check_tool_count, forced_names, loop_tools,
                      rankable_messages, tool_name, validate_body)
 from .request_body import ToolList
 from .tool_cache import LRU, RouterCache, VectorCache
@@ -104,6 +107,8 @@ class RoutedRequest:
     abstention: Any = None          # router.ranking.abstain.Abstention of the ranking, when one was made
     ids: dict = field(default_factory=dict)    # tool name -> catalog record id, for the ranked catalog tools
     checked: bool = True            # False: the tool list is held upstream and unknown here, calls go unjudged
+    budget: int | None = None       # the token budget, and the tokens its tools use (budget.py)
+    budget_used: int = 0
 
     def abstain_header(self) -> str | None:
         """``x-toolsift-abstain``: ``1; evidence=E; threshold=T[; stripped]`` when no tool fits, ``0; ...``
@@ -126,6 +131,8 @@ class RoutedRequest:
             parts.append("kept=" + ",".join(f"{r}:{n}" for r, n in sorted(kept.items())))
         for key, value in self.extra.items():
             parts.append(f"{key}={value}")
+        if self.budget is not None:
+            parts.append(f"budget={self.budget_used}/{self.budget}")
         return "; ".join(parts)
 
 
@@ -232,7 +239,8 @@ class RequestRouter:
         for i, sel in ranked[: self.k]:
             keep_at[i] = {"name": names[i], "reason": "ranked" if sel else "all",
                           **({"score": round(float(sel.score), 4)} if sel else {})}
-        chosen, over = self._fit(keep_at, tools)
+        reserve = search_reserve(self) if status == "routed" else 0  # room for the search tool
+        chosen, over, used = fit(keep_at, tools, self.max_tools, MAX_TOOLS, self.token_budget, reserve)
         offered = [tools[i] for i in sorted(chosen)]
         out = dict(body, tools=offered)
         if not offered:  # stripped by abstention: a body with "tools": [] is refused by the APIs
@@ -241,7 +249,8 @@ class RequestRouter:
             status = "all"
         return RoutedRequest(out, offered, tools, [keep_at[i] for i in chosen], len(tools), len(offered),
                              budget_exceeded=over, status=status, k=self.k, abstention=abstention,
-                             extra={**notes, **({"abstain": "stripped"} if stripped else {})}, ids=ids)
+                             extra={**notes, **({"abstain": "stripped"} if stripped else {})}, ids=ids,
+                             budget=self.token_budget, budget_used=used)
 
     def warm(self, body: Any) -> bool:
         """Whether `route` would build nothing for this body: no in-memory router, no vectors,
@@ -305,6 +314,26 @@ class RequestRouter:
         self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
         return list(self._names or ())
 
+    def catalog_tools(self, records: Sequence[Any], taken: Iterable[str] = ()) -> list[tuple[str, dict]]:
+        """(name, Chat Completions tool) per catalog record, named as injected tools are: by what tells
+        a record from its namesakes in the catalog (31 `model_id`s), numbered only past ``taken``."""
+        self._catalog_ids([], [])  # builds (or reuses) the name map of the current records
+        by_name, taken = self._names or {}, set(taken)
+
+        def siblings(record: Any) -> list[Any]:
+            found = (self.router.get(rid) for rid in sorted(by_name.get(record.openai_name(), ())))
+            return [r for r in found if r is not None]
+
+        out = []
+        for record, name in zip(records, unique_names(list(records), siblings)):
+            base, n = name, 1
+            while name in taken:  # an offered tool holds the name already
+                n += 1
+                name = f"{base[:MAX_NAME - 4]}_{n}"
+            taken.add(name)
+            out.append((name, record.to_openai_tool(name=name)))
+        return out
+
     def held(self, body: dict, tools: Sequence[dict], reason: str) -> RoutedRequest:
         """A request without tools in a conversation whose tools the upstream holds: sent as it
         came, its calls checked against ``tools`` (the list remembered for the conversation), or
@@ -329,29 +358,6 @@ class RequestRouter:
             self._loops.put(key, found)
         return found
 
-    def _fit(self, keep: dict[int, dict], tools: Sequence[dict]) -> tuple[list[int], bool]:
-        """Must-keep tools first (always), then tools already called, then ranked ones while under
-        128 tools and the token budget."""
-        from router.tokens import tool_tokens
-
-        order = sorted(keep, key=lambda i: 0 if keep[i]["reason"] in MUST_KEEP else
-                       1 if keep[i]["reason"] == "history" else 2)
-        chosen, used, over = [], 0, False
-        for i in order:
-            forced = keep[i]["reason"] in MUST_KEEP
-            cost = tool_tokens(tools[i]) if self.token_budget is not None else 0
-            if forced:
-                if len(chosen) >= MAX_TOOLS:
-                    raise RequestError(f"more than {MAX_TOOLS} tools must be kept (pinned, named by tool_choice, "
-                                       "marked by the request or a framework's control tools)")
-            elif len(chosen) >= self.max_tools or (self.token_budget is not None and used + cost > self.token_budget):
-                continue
-            chosen.append(i)
-            used += cost
-        if self.token_budget is not None and used > self.token_budget:
-            over = True  # only forced tools can push past the budget
-        return chosen, over
-
     def _inject(self, body: dict) -> RoutedRequest:
         none = RoutedRequest(body, [], [], [], 0, 0, status="none", k=self.k)
         if not (self.inject and self.router is not None) or body.get("tool_choice") == "none":
@@ -359,23 +365,29 @@ class RequestRouter:
         rankable_messages(body["messages"])
         self._catalog_ids([], [])  # builds the name map
         pins = [p for p in self.pinned if p in self._names or self.router.get(p) is not None]
-        sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
-                                  method=self.method, pinned=pins, token_budget=self.token_budget)
+        budget = None if self.token_budget is None else self.token_budget - search_reserve(self)
+        try:
+            sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
+                                      method=self.method, pinned=pins, token_budget=budget)
+        except RouterError:  # the pins fill what the search tool would leave: the pins win, no search
+            if budget == self.token_budget:
+                raise
+            budget = self.token_budget
+            sels = self.router.select(body["messages"], k=min(self.k, self.max_tools),
+                                      method=self.method, pinned=pins, token_budget=budget)
         sels = sels[: self.max_tools]
         offered, selected = [], []
-        by_name = self._names or {}
-
-        def siblings(record: Any) -> list[Any]:  # the catalog's records of the same name: 31 `model_id`s
-            found = (self.router.get(rid) for rid in sorted(by_name.get(record.openai_name(), ())))
-            return [r for r in found if r is not None]
-
-        for s, name in zip(sels, unique_names([s.record for s in sels], siblings)):
-            offered.append(s.record.to_openai_tool(name=name))
+        for s, (name, tool) in zip(sels, self.catalog_tools([s.record for s in sels])):
+            offered.append(tool)
             selected.append({"name": name, "id": s.record.id, "reason": s.reason, "score": round(float(s.score), 4)})
         if not offered:
             return none
+        from router.tokens import tool_tokens
+
+        used = sum(tool_tokens(t) for t in offered) if budget is not None else 0
         return RoutedRequest(dict(body, tools=offered), offered, [], selected, 0, len(offered), injected=True,
-                             status="injected", k=self.k)
+                             status="injected", k=self.k, budget=self.token_budget, budget_used=used,
+                             budget_exceeded=budget is not None and used > self.token_budget)
 
     def _rank(self, tools: Sequence[dict], names: list[str], messages: list[dict], n: int,
               notes: dict[str, str] | None = None) -> tuple[list[tuple[int, Any]], Any, dict[str, str]]:

@@ -8,6 +8,13 @@ sends the exchange upstream again with the found tools appended to the tool list
 the prompt cache of everything before them survives), inside the same client request, at most
 ``max_searches`` rounds (the last round goes without the search tool, so the model must act).
 
+A request that brought no tools and got catalog tools (inject on, ``status`` injected) searches
+the catalog instead: the tools found are named and shaped as the injected ones are (so a call of
+one is checked like a call of an injected tool), each with its record ``id`` in
+``x-toolsift-selected``. A request that brought its own tools searches only those: catalog tools
+reach only requests that brought none (the inject rule), since a client that defined its tools
+cannot run one it never defined.
+
 The client never sees the search tool or its rounds: it gets the model's last answer, whose
 calls are checked against the routed tools plus the found ones (reason ``searched`` in
 ``x-toolsift-selected``; ``search=N`` in ``x-toolsift-route``: rounds used, 0 when offered and
@@ -18,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-__all__ = ["SEARCH_NAME", "SEARCH_RESULTS", "chat_search_tool", "found_text", "query_of"]
+__all__ = ["SEARCH_NAME", "SEARCH_RESULTS", "catalog_found", "chat_search_tool", "found_text", "query_of"]
 
 SEARCH_NAME = "toolsift_search_tools"
 SEARCH_RESULTS = 5  # tools one search returns (the providers' tool searches return 3-5)
@@ -64,6 +71,25 @@ def found_text(query: str, found: Sequence[dict]) -> str:
         lines.append(f"- {fn.get('name')}: {desc[:200]}" if desc else f"- {fn.get('name')}")
     return (f"Found {len(found)} tool(s) for {query!r}; they are now in your tool list and can be called:\n"
             + "\n".join(lines))
+
+
+def catalog_found(rr: Any, routed: Any, query: str, n: int = SEARCH_RESULTS) -> list[tuple[str, dict, dict]]:
+    """The catalog's ``n`` best tools for ``query`` that ``routed`` does not offer yet, as
+    (name, Chat Completions tool, what ``x-toolsift-selected`` says of it besides the reason).
+    ``rr``: the request's `RequestRouter` (a tenant's view of the catalog under tenancy)."""
+    from .policy import tool_name
+
+    offered = {s["id"] for s in routed.selected if s.get("id")}
+    sels = rr.router.select(query, k=n + len(offered), method=rr.method)
+    picked = [s for s in sels if s.record.id not in offered][:n]
+    named = rr.catalog_tools([s.record for s in picked], taken={tool_name(t) for t in routed.offered})
+    return [(name, tool, {"id": s.record.id, "score": round(float(s.score), 4)})
+            for (name, tool), s in zip(named, picked)]
+
+
+def catalog_left(rr: Any, routed: Any) -> bool:
+    """Whether the catalog holds tools an injected request was not given."""
+    return rr.router is not None and len(rr.router.records) > len(routed.offered)
 
 
 def not_run_text() -> str:

@@ -68,6 +68,11 @@ class Proxy:
         return body, json.dumps(body)
 
 
+def routed(body: dict) -> list[dict]:
+    """The catalog tools a request carried (toolsift's search tool aside: on by default)."""
+    return [t for t in body.get("tools") or [] if (t.get("function") or t).get("name") != "toolsift_search_tools"]
+
+
 def seen_by(raw) -> set[str]:
     """The namespaces of the catalog tools an answer's x-toolsift-selected names."""
     return {s["id"].split("/")[0] for s in json.loads(raw.headers["x-toolsift-selected"]) if "id" in s}
@@ -120,7 +125,7 @@ def test_injected_catalog_tools_come_only_from_the_tenants_namespaces(proxy, up)
     # BM25 over the whole catalog puts summarization models of huggingface first for these words
     raw = proxy.openai().chat.completions.with_raw_response.create(model="m", messages=user(SUMMARIZE))
     body, text = proxy.sent()
-    assert len(body["tools"]) == 4 and raw.headers["x-toolsift-route"].startswith("injected")
+    assert len(routed(body)) == 4 and raw.headers["x-toolsift-route"].startswith("injected")
     assert seen_by(raw) <= {"torchhub", "tensorflowhub"}
     assert not proxy.leaked(text) and not proxy.leaked(json.dumps(dict(raw.headers)) + raw.text)
     # the other tenant, same words: its own summarizers
@@ -130,6 +135,19 @@ def test_injected_catalog_tools_come_only_from_the_tenants_namespaces(proxy, up)
     # the client's own key went upstream untouched, the toolsift key did not
     assert up.requests[-1].headers["authorization"] == f"Bearer {CLIENT_KEY}"
     assert "x-toolsift-key" not in up.requests[-1].headers
+
+
+def test_catalog_search_finds_only_the_tenants_tools(proxy, up):
+    """The model's tool search over the catalog (issue 37) looks through the tenant's view only."""
+    from tests.support.scripted_apis import searching_model
+
+    wanted = sorted(proxy.names["nlp"])[0]  # another tenant's tool: never found, however asked
+    up.set_script(searching_model(wanted, {}, "text classification model", "never"))
+    raw = proxy.openai().chat.completions.with_raw_response.create(model="m", messages=user(SUMMARIZE))
+    searched = [s for s in json.loads(raw.headers["x-toolsift-selected"]) if s["reason"] == "searched"]
+    assert searched and {s["id"].split("/")[0] for s in searched} <= {"torchhub", "tensorflowhub"}
+    assert "search=2" in raw.headers["x-toolsift-route"] and "cannot" in raw.parse().choices[0].message.content
+    assert not any(proxy.leaked(json.dumps(body)) for body in up.chat_requests)
 
 
 def test_wrong_or_missing_key_is_401_in_each_apis_error_shape(proxy, up):
@@ -160,7 +178,7 @@ def test_bearer_key_as_tenant_key_is_replaced_upstream(proxy, up):
     up.set_script([message("ok")])
     raw = claude.messages.with_raw_response.create(model="claude-x", max_tokens=10, messages=user(SUMMARIZE))
     body, text = proxy.sent("messages")
-    assert len(body["tools"]) == 4 and seen_by(raw) <= {"torchhub", "tensorflowhub"} and not proxy.leaked(text)
+    assert len(routed(body)) == 4 and seen_by(raw) <= {"torchhub", "tensorflowhub"} and not proxy.leaked(text)
     sent_headers = up.requests[-1].headers  # this anthropic SDK sends its key as a bearer token
     assert UPSTREAM_KEY in (sent_headers.get("x-api-key"), sent_headers.get("authorization", "")[7:])
     assert VISION_KEY not in json.dumps([r.headers for r in up.requests])
