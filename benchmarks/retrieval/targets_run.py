@@ -241,7 +241,8 @@ def length_row(speed_out: dict[str, Any]) -> str | None:
             + "; ".join(cells) + f"; {n} requests of each, real StableToolBench and APIBench queries; load "
             f"{loads[0]}–{loads[-1]} on {os.cpu_count()} cores (target: agent-length p50 ≤ 8 ms wall on an "
             f"idle machine) | `{speed_out['command']}` | "
-            "[router_targets](benchmarks/results/router_targets/report.md) |")
+            + ("the command prints it (quick runs are not kept)" if "--quick" in speed_out["command"] else
+               "[router_targets](benchmarks/results/router_targets/report.md)") + " |")
 
 
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, do_grid: bool = True) -> dict[str, Any]:
