@@ -219,6 +219,10 @@ def run_speed_only(out_dir: str | os.PathLike[str] | None = None, quick: bool = 
         print(f"{name}: {v['requests']} requests, {v['mean_words']} words each on average: hybrid p50 "
               f"{v['hybrid']['p50']:.2f} ms wall, {v['hybrid']['cpu_p50']:.2f} ms CPU; dense p50 "
               f"{v['dense']['p50']:.2f} ms (load {speed_out['loadavg_1m']})", flush=True)
+    for name, v in speed_out.get("by_length", {}).items():
+        if v.get("stages"):
+            print(f"{name}: hybrid CPU per request by stage (ms): "
+                  + ", ".join(f"{k} {x:.2f}" for k, x in v["stages"].items()), flush=True)
     row = length_row(speed_out)
     if row:
         print("README row:", row, flush=True)

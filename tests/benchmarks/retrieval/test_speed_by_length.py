@@ -30,6 +30,12 @@ def test_short_and_agent_requests_are_timed_apart_and_make_the_readme_row(tmp_pa
     assert AGENT_WORDS[0] <= by["agent"]["words_range"][0] <= by["agent"]["words_range"][1] <= AGENT_WORDS[1]
     for v in by.values():
         assert 0 < v["hybrid"]["cpu_p50"] and 0 < v["hybrid"]["p50"] and v["requests"] == min(30, v["requests"])
+    # where the CPU goes: the stages add up to the route, the query encoder is timed on every request
+    for v in by.values():
+        st = v["stages"]
+        assert {"encoder", "bm25", "dense search", "shaping", "selection", "rest", "total"} <= set(st)
+        assert st["encoder"] > 0 and abs(sum(x for k, x in st.items() if k != "total") - st["total"]) < 0.01
+    assert stb_router.encode_queries.__func__ is type(stb_router).encode_queries  # the timing wrappers are gone
     row = length_row({"by_length": by, "catalog": len(stb_router), "encoder": stb_router.encoder,
                       "command": "toolsift bench router --speed-only --quick"})
     cells = row.strip("|").split(" | ")
