@@ -240,10 +240,14 @@ def length_row(speed_out: dict[str, Any]) -> str | None:
     cells = [f"{label.get(k, k)} ({v['words_range'][0]}–{v['words_range'][1]} words, {v['mean_words']} on "
              f"average): hybrid p50 {v['hybrid']['p50']:.2f} ms wall, {v['hybrid']['cpu_p50']:.2f} ms CPU "
              f"(dense-only {v['dense']['cpu_p50']:.2f} ms CPU)" for k, v in by.items()]
+    stages = (by.get("agent") or {}).get("stages")
+    if stages:  # where an agent-length route's CPU goes (targets_speed.stages)
+        cells.append("agent-length CPU by stage (mean per request): " + ", ".join(f"{k} {x:.2f} ms" for k, x in stages.items()
+                                                              if k != "total"))
     n = min(v["requests"] for v in by.values())
     return (f"| route at {speed_out['catalog']:,} tools by request length (hybrid, {speed_out['encoder']}, k=5) | "
             + "; ".join(cells) + f"; {n} requests of each, real StableToolBench and APIBench queries; load "
-            f"{loads[0]}–{loads[-1]} on {os.cpu_count()} cores (target: agent-length p50 ≤ 8 ms wall on an "
+            f"{loads[0] if loads[0] == loads[-1] else f'{loads[0]}–{loads[-1]}'} on {os.cpu_count()} cores (target: agent-length p50 ≤ 8 ms wall on an "
             f"idle machine) | `{speed_out['command']}` | "
             + ("the command prints it (quick runs are not kept)" if "--quick" in speed_out["command"] else
                "[router_targets](benchmarks/results/router_targets/report.md)") + " |")
