@@ -291,12 +291,12 @@ def _first(load: list[float]) -> str:
 
 def _tokens_cell(build: dict[str, Any]) -> str:
     t = build.get("passage_tokens")
-    return "?" if not t else f"{t['mean']} ({t['median']}, {t['max']})"
+    return "?" if not t else f"{t['mean']} ({t['median']:g}, {t['max']})"
 
 
 def _tokens_text(build: dict[str, Any]) -> str:
     t = build.get("passage_tokens")
-    return "?" if not t else f"{t['mean']} tokens on average (median {t['median']}, max {t['max']})"
+    return "?" if not t else f"{t['mean']} tokens on average, median {t['median']:g}, max {t['max']}"
 
 
 def report(result: dict[str, Any]) -> str:
