@@ -135,6 +135,8 @@ def cold_route_cmd(
                          not quick or runs != 10 else None, methods=chosen, work=work, command=_command(),
                          build=build)
     typer.echo(cold_route.summary(res))
+    for row in cold_route.readme_rows(res):
+        typer.echo(f"README row: {row}")
     typer.echo(f"wrote {target / 'report.md'}")
 
 

@@ -219,7 +219,38 @@ def run_speed_only(out_dir: str | os.PathLike[str] | None = None, quick: bool = 
         print(f"{name}: {v['requests']} requests, {v['mean_words']} words each on average: hybrid p50 "
               f"{v['hybrid']['p50']:.2f} ms wall, {v['hybrid']['cpu_p50']:.2f} ms CPU; dense p50 "
               f"{v['dense']['p50']:.2f} ms (load {speed_out['loadavg_1m']})", flush=True)
+    for name, v in speed_out.get("by_length", {}).items():
+        if v.get("stages"):
+            print(f"{name}: hybrid CPU per request by stage (ms): "
+                  + ", ".join(f"{k} {x:.2f}" for k, x in v["stages"].items()), flush=True)
+    row = length_row(speed_out)
+    if row:
+        print("README row:", row, flush=True)
     return results
+
+
+def length_row(speed_out: dict[str, Any]) -> str | None:
+    """The README speed table's row for route latency by request length, made from this run's
+    figures (pasted from the output, never typed)."""
+    by = speed_out.get("by_length") or {}
+    if not by:
+        return None
+    label = {"short": "short questions", "agent": "agent-length requests"}
+    loads = sorted(v["hybrid"]["load"] for v in by.values())
+    cells = [f"{label.get(k, k)} ({v['words_range'][0]}–{v['words_range'][1]} words, {v['mean_words']} on "
+             f"average): hybrid p50 {v['hybrid']['p50']:.2f} ms wall, {v['hybrid']['cpu_p50']:.2f} ms CPU "
+             f"(dense-only {v['dense']['cpu_p50']:.2f} ms CPU)" for k, v in by.items()]
+    stages = (by.get("agent") or {}).get("stages")
+    if stages:  # where an agent-length route's CPU goes (targets_speed.stages)
+        cells.append("agent-length CPU by stage (mean per request): " + ", ".join(f"{k} {x:.2f} ms" for k, x in stages.items()
+                                                              if k != "total"))
+    n = min(v["requests"] for v in by.values())
+    return (f"| route at {speed_out['catalog']:,} tools by request length (hybrid, {speed_out['encoder']}, k=5) | "
+            + "; ".join(cells) + f"; {n} requests of each, real StableToolBench and APIBench queries; load "
+            f"{loads[0] if loads[0] == loads[-1] else f'{loads[0]}–{loads[-1]}'} on {os.cpu_count()} cores (target: agent-length p50 ≤ 8 ms wall on an "
+            f"idle machine) | `{speed_out['command']}` | "
+            + ("the command prints it (quick runs are not kept)" if "--quick" in speed_out["command"] else
+               "[router_targets](benchmarks/results/router_targets/report.md)") + " |")
 
 
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, do_grid: bool = True) -> dict[str, Any]:

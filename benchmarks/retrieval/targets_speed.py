@@ -144,7 +144,55 @@ def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
                      "words_range": [min(words), max(words)],
                      **{m: {k: round(v, 2) for k, v in _latency(lambda q, m=m: router.select(q, k=5, method=m),
                                                                  qs).items()}
-                        for m in ("hybrid", "dense")}}
+                        for m in ("hybrid", "dense")}, "stages": stages(router, qs)}
+    return out
+
+
+def stages(router, texts: list[str]) -> dict[str, float]:
+    """Where a hybrid route's CPU goes: ms per request (CPU of the routing thread) spent in the query
+    encoder, BM25 scoring, the dense search, shaping (coverage, exact names, abstention, adaptive k),
+    the selection of the tools, and the rest (spans, fusion, ranking), over ``texts`` routed once
+    each after a warm-up. The stages are timed by wrapping this router's own methods for the run."""
+    import time
+
+    from router.ranking import engine
+
+    spent: dict[str, float] = {}
+
+    def timed(label: str, fn):
+        def run(*args, **kwargs):
+            c0 = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.thread_time() - c0
+        return run
+
+    patched = {"encode_query_sentences": "encoder", "encode_queries": "encoder", "_assemble": "selection"}
+    for name, label in patched.items():
+        setattr(router, name, timed(label, getattr(router, name)))
+    router.lexical.scores = timed("bm25", router.lexical.scores)
+    dense = router.dense_index()
+    dense.search, dense.search_with_parts = timed("dense search", dense.search), \
+        timed("dense search", dense.search_with_parts)
+    shape = engine.shape
+    engine.shape = timed("shaping", shape)
+    try:
+        router.select(texts[0], k=5)
+        spent.clear()
+        c0 = time.thread_time()
+        for t in texts:
+            router.select(t, k=5)
+        total = time.thread_time() - c0
+    finally:
+        engine.shape = shape
+        for name in [*patched, "scores"]:
+            (router.lexical if name == "scores" else router).__dict__.pop(name, None)
+        for name in ("search", "search_with_parts"):
+            dense.__dict__.pop(name, None)
+    out = {label: round(v / len(texts) * 1000, 3) for label, v in spent.items()}
+    out["rest"] = round(total / len(texts) * 1000 - sum(out.values()), 3)
+    out["total"] = round(total / len(texts) * 1000, 3)
     return out
 
 

@@ -227,10 +227,12 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     build = f"build-{uuid.uuid4().hex[:12]}"
     bdir = idir / build
     bdir.mkdir()
-    LexicalIndex.build(rtext.batch_tokens(records, weights)).save(bdir / "bm25")
+    tokens = rtext.batch_tokens(records, weights)
+    LexicalIndex.build(tokens).save(bdir / "bm25")
     dense = DenseIndex(vecs)
     dense.write(bdir / "dense.faiss")
-    (bdir / "ids.json").write_text(json.dumps([[r.id, r.content_hash] for r in records]), encoding="utf-8")
+    content = [r.content_hash for r in records]  # a canonical JSON dump each: computed once here
+    (bdir / "ids.json").write_text(json.dumps([[r.id, h] for r, h in zip(records, content)]), encoding="utf-8")
     manifest = {"format": FORMAT, "build": build, "generation": generation, "model": model_id,
                 "model_identity": identity, "encoder": embedder.backend, "vectors": vector_space(encoder),
                 "dense_index": dense.describe(),
@@ -242,20 +244,21 @@ def build_index(db_path: str | os.PathLike[str] | None = None, *, index_dir: str
     for stale in idir.glob("build-*"):  # older builds and leftovers of killed builds
         if stale.name != build:
             shutil.rmtree(stale, ignore_errors=True)
-    stored = _store_in_catalog(db, model_id, encoder, weights, dense, idir, catalog_digest)
+    stored = _store_in_catalog(db, model_id, encoder, weights, dense, idir, catalog_digest,
+                               dict(zip(content, tokens)))
     return IndexReport(str(idir), len(records), embedded, len(records) - embedded, time.perf_counter() - t0,
                        catalog_store=stored)
 
 
 def _store_in_catalog(db: Path, model_id: str, encoder: str, weights: dict, dense: DenseIndex | None, idir: Path,
-                      digest: str) -> str:
+                      digest: str, tokens: dict[str, list[str]] | None = None) -> str:
     """Vectors and snapshots into the catalog file too, for routers that watch it (router.ranking.watch):
     the vectors come from the index's cache, nothing is embedded again. A file this user may
     read but not write keeps its index folder only, and the report says so."""
     try:
         with Catalog(db, create=False) as cat:
             report = store_index(cat, model=model_id, encoder=encoder, field_weights=weights, dense=dense,
-                                 index_cache=idir / "cache", digest=digest)
+                                 index_cache=idir / "cache", digest=digest, tokens=tokens)
     except CatalogError as exc:
         return f"not stored in the catalog ({exc})"
     return "current" if report.up_to_date else "stored"

@@ -10,6 +10,7 @@ import contextlib
 import os
 import threading
 from dataclasses import replace
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Sequence
 
@@ -85,6 +86,7 @@ class Router:
         self._index_cache: Path | None = None  # <catalog>.index/cache for a router opened on a catalog
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
+        self._field_memo: dict[int, list[tuple[str, frozenset[str]]]] = {}  # see _fields_of
         self._names: NameTable | None = None
         self._name_memo: dict | None = None  # a previous router's normalized names (router.ranking.watch)
 
@@ -373,7 +375,7 @@ class Router:
 
     def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
                  bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False) -> list[Selection]:
-        stems = explain.content_words(query)
+        stems = cache(lambda: explain.content_words(query))  # the query's words, stemmed once if read
         docs = np.array([d for d, _ in chosen], dtype=np.int64)
         dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
         out = []
@@ -381,12 +383,25 @@ class Router:
             rec = self.records[d]
             # a content word is a BM25 query token, and a record's explained fields are the ones its
             # BM25 document was built from: no BM25 score, no matched term (skips a dense-only hit)
-            hits = explain.matched_fields(stems, rec, self.config.field_weights) if bm25_all[d] > 0 else {}
+            # found when first read (Selection.explainer): the proxy never reads them
+            hits = partial(self._matched, stems, d) if bm25_all[d] > 0 else None
             out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
-                                 bm25_score=float(bm25_all[d]), matched_terms=list(hits),
-                                 dense_score=None if dense is None else float(dense[pos]), reason=reason,
-                                 matched_fields=hits, tokens=self._tokens_of(rec) if with_tokens else None))
+                                 bm25_score=float(bm25_all[d]), dense_score=None if dense is None else float(dense[pos]),
+                                 reason=reason, tokens=self._tokens_of(rec) if with_tokens else None,
+                                 explainer=hits))
         return out
+
+    def _matched(self, stems: Callable[[], dict[str, str]], d: int) -> dict[str, list[str]]:
+        return explain.matched_fields(stems(), self.records[d], fields=self._fields_of(d))
+
+    def _fields_of(self, d: int) -> list[tuple[str, frozenset[str]]]:
+        """Record ``d``'s field tokens for explanations, kept by position: the shared memo
+        (explain.field_tokens) is keyed by the content hash, whose canonical JSON cost ~0.1 ms a
+        selected tool on every request (profile of an agent-length route at 20k tools)."""
+        fields = self._field_memo.get(d)
+        if fields is None:
+            fields = self._field_memo[d] = explain.field_tokens(self.records[d], self.config.field_weights)
+        return fields
 
     # ---- misc ------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -61,11 +61,12 @@ def field_tokens(record: ApiRecord, field_weights: dict[str, int] | None = None)
     return out
 
 
-def matched_fields(stems: dict[str, str], record: ApiRecord,
-                   field_weights: dict[str, int] | None = None) -> dict[str, list[str]]:
-    """word -> the record's fields that contain it (fields the index gives weight 0 are skipped)."""
+def matched_fields(stems: dict[str, str], record: ApiRecord, field_weights: dict[str, int] | None = None,
+                   fields: list[tuple[str, frozenset[str]]] | None = None) -> dict[str, list[str]]:
+    """word -> the record's fields that contain it (fields the index gives weight 0 are skipped).
+    ``fields``: the record's `field_tokens`, when the caller keeps them."""
     hits: dict[str, list[str]] = {}
-    for name, tokens in field_tokens(record, field_weights):
+    for name, tokens in field_tokens(record, field_weights) if fields is None else fields:
         for stem, word in stems.items():
             if stem in tokens:
                 hits.setdefault(word, []).append(name)

@@ -37,6 +37,16 @@ def test_quick_cold_route_with_a_whole_index_build(tmp_path):
     # docs/s is records over the whole process's wall time (which the report rounds to 0.01 s)
     assert build["docs_per_s"] > 0 and abs(build["docs_per_s"] - build["records"] / build["wall_seconds"]) < 1
     assert build["cpu_seconds"] > 0
+    assert abs(build["docs_per_cpu_s"] - build["records"] / build["cpu_seconds"]) < 1
+    # the length of what was embedded, in the encoder's word pieces (MiniLM reads at most 256)
+    tokens = build["passage_tokens"]
+    assert tokens["passages"] == build["records"] and 3 < tokens["mean"] <= tokens["max"] <= 256
+    assert f"passages of {tokens['mean']} tokens on average" in proc.stdout
+    # the README's rows come from the run's output, never typed
+    assert (f"README row: | index build of 2,000 tools, nothing cached (a fresh `toolsift index`) | "
+            f"{build['wall_seconds']} s wall: {build['docs_per_s']} docs/s, {build['docs_per_cpu_s']} docs per CPU "
+            "second") in proc.stdout
+    assert "README row: | a fresh `toolsift route` process, 2,000 indexed tools | hybrid " in proc.stdout
     assert not res["by_method"]["hybrid"]["imports"]["torch"]
     report = (out / "report.md").read_text()
     assert "| 2,000 | 2,000 |" in report and "Target (issue 15): at least 250 docs/s" in report
