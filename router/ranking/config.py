@@ -76,6 +76,20 @@ class RouterConfig:
     # ceiling (the caller's k when adaptive k is asked for with a k, else this).
     adaptive_ratio: float = 0.6
     adaptive_ceiling: int = 10
+    # Complete sets (router.ranking.companions): the weight of each kind of tool relation
+    # (apidb.relations; 0 = that kind off), how many of the first tools anchor companions, and how
+    # many first places never move. Chosen cross-fitted by `toolsift bench routing --only companions`.
+    companion_same_api: float = 0.0
+    companion_same_category: float = 0.3
+    companion_produces_for: float = 0.6
+    companion_co_use: float = 0.3
+    companion_anchors: int = 5
+    companion_keep: int = 3
+
+    @property
+    def companion_weights(self) -> dict[str, float]:
+        return {"same_api": self.companion_same_api, "same_category": self.companion_same_category,
+                "produces_for": self.companion_produces_for, "co_use": self.companion_co_use}
 
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:

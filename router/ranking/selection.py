@@ -11,7 +11,8 @@ from apidb.record import ApiRecord
 class Selection:
     """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
     content words found in the tool's text, each with the fields it was found in), dense cosine
-    similarity, the reason ("ranked", "pinned", or "substitute": below the top k, admitted in place
+    similarity, the reason ("ranked", "pinned", "named", "companion": raised by a relation to
+    ``companion_of`` (router.ranking.companions), or "substitute": below the top k, admitted in place
     of a tool the token budget dropped), when a budget was applied, its schema's tokens, and a note
     when its scores are partial (a live catalog's record not embedded yet: BM25 only)."""
 
@@ -25,6 +26,9 @@ class Selection:
     matched_fields: dict[str, list[str]] = field(default_factory=dict)
     tokens: int | None = None
     note: str | None = None  # e.g. a record a live catalog has no vector for yet (router.ranking.watch)
+    # reason "companion": the selected tool whose relation (apidb.relations kind) brought this one
+    companion_of: str | None = None
+    relation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.record
@@ -41,6 +45,8 @@ class Selection:
             out["tokens"] = self.tokens
         if self.note is not None:
             out["note"] = self.note
+        if self.companion_of is not None:
+            out["companion_of"], out["relation"] = self.companion_of, self.relation
         return out
 
 
