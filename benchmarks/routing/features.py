@@ -251,6 +251,18 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     def save() -> None:
         out.joinpath("results.json").write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
 
+    if only == "companions":  # complete sets from tool relations, into an earlier run's results if any
+        from . import companions
+
+        prior = out.joinpath("results.json")
+        if prior.is_file():
+            res = json.loads(prior.read_text(encoding="utf-8"))
+        csets = companions.load(quick)
+        res["companions"] = companions.run(csets, routers(csets, model), quick)
+        res["companions"]["command"] = f"{cmd} --only companions"
+        save()
+        write_report(res, out)
+        return res
     sets = load(quick)
     if only:  # one section alone (speed | usage-log), into an earlier run's results
         res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
@@ -268,6 +280,12 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     res["quality"] = quality(sets, rts, quick)
     NEW["coverage"] = res["quality"]["shipped"]
     rts = {key: r.configured(**NEW) for key, r in rts.items()}
+    save()
+    print("complete sets from tool relations:", flush=True)
+    from . import companions
+
+    csets = companions.load(quick)
+    res["companions"] = companions.run(csets, routers(csets, model), quick)
     save()
     print("adaptive k curve:", flush=True)
     res["curve"] = curve(sets, rts)
