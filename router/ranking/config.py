@@ -82,7 +82,7 @@ class RouterConfig:
     companion_same_api: float = 0.0
     companion_same_category: float = 0.3
     companion_produces_for: float = 0.6
-    companion_co_use: float = 0.3
+    companion_co_use: float = 0.6
     companion_anchors: int = 5
     companion_keep: int = 3
 
