@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import text as rtext
 from ..encoders.model import BUNDLED, DEFAULT_MODEL
+from .coverage import RULES
 
 TUNE_FILE = "toolsift-tune.json"  # marks a folder `toolsift tune` wrote (safe to replace)
 METHODS = ("hybrid", "bm25", "dense")
@@ -68,6 +69,9 @@ class RouterConfig:
     # ``coverage_pool`` of the fused ranking are re-ordered.
     coverage: float = 0.3
     coverage_pool: int = 30
+    # What cuts a request into parts besides sentences and chaining connectives
+    # (router.ranking.coverage.RULES; () = the split before issue 38), chosen by `toolsift bench routing --only parts`.
+    clause_rules: tuple[str, ...] = RULES
     exact_names: bool = True             # a tool the query names goes first (router.ranking.exact_names)
     # Abstain when the best raw cosine of the request (or a part) with a top tool is below this
     # (router.ranking.abstain); None = never.
