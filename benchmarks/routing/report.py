@@ -17,6 +17,10 @@ def _short(name: str) -> str:
 
 
 def summary(res: dict[str, Any]) -> str:
+    if "quality" not in res:  # only the parts section was run
+        from .parts import summary as parts_summary
+
+        return parts_summary(res.get("parts", {}))
     q = res["quality"]["rows"]
     from .common import MULTI
 
@@ -164,7 +168,12 @@ def write_report(res: dict[str, Any], out: Path) -> None:
                                                   "stopped before its last section: the sections below are the "
                                                   "ones it wrote, plus any written by `--only`; ")
              + f"load average at start {la['start']}, at end {la.get('end')}). Encoder: {res['model']}.", ""]
-    for part in (_quality, _curve, _abstention, _names, _speed, _usage):
-        lines += part(res)
+    from .parts import report_lines as _parts
+
+    sections = {"quality": _quality, "curve": _curve, "abstention": _abstention, "exact_names": _names,
+                "parts": _parts, "speed": _speed, "usage_log": _usage}
+    for key, part in sections.items():
+        if key in res:  # `--only parts` may write into a folder without the other sections
+            lines += part(res)
     lines += ["Versions: " + json.dumps(res["versions"]), ""]
     out.joinpath("report.md").write_text("\n".join(lines), encoding="utf-8")
