@@ -263,6 +263,15 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         save()
         write_report(res, out)
         return res
+    if only == "parts":  # the split's own section (benchmarks/routing/parts.py), into an earlier run's results if any
+        from . import parts
+
+        if out.joinpath("results.json").is_file():
+            res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
+        res["parts"] = parts.run(quick, model) | {"command": f"{cmd} --only parts"}
+        save()
+        write_report(res, out)
+        return res
     sets = load(quick)
     if only:  # one section alone (speed | usage-log), into an earlier run's results
         res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
@@ -295,6 +304,11 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     save()
     print("exact names:", flush=True)
     res["exact_names"] = exact_names(model, quick)
+    save()
+    print("parts of multi-tool requests (the split):", flush=True)
+    from . import parts
+
+    res["parts"] = parts.run(quick, model)
     save()
     print("speed at 20k tools:", flush=True)
     res["speed"] = extra.overhead(sets, model, quick)

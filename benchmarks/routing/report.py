@@ -26,8 +26,12 @@ def companions_summary(res: dict[str, Any]) -> str:
 
 
 def summary(res: dict[str, Any]) -> str:
-    if "quality" not in res:
-        return companions_summary(res) if "companions" in res else "no section ran"
+    if "quality" not in res:  # a section run alone (--only) into a new folder
+        if "companions" in res:
+            return companions_summary(res)
+        from .parts import summary as parts_summary
+
+        return parts_summary(res.get("parts", {}))
     q = res["quality"]["rows"]
     from .common import MULTI
 
@@ -215,8 +219,11 @@ def write_report(res: dict[str, Any], out: Path) -> None:
                                                   "stopped before its last section: the sections below are the "
                                                   "ones it wrote, plus any written by `--only`; ")
              + f"load average at start {la['start']}, at end {la.get('end')}). Encoder: {res['model']}.", ""]
-    for part, key in ((_quality, "quality"), (_companions, "companions"), (_curve, "curve"),
-                      (_abstention, "abstention"), (_names, "exact_names"), (_speed, "speed"), (_usage, "usage_log")):
+    from .parts import report_lines as _parts
+
+    sections = {"quality": _quality, "companions": _companions, "curve": _curve, "abstention": _abstention,
+                "exact_names": _names, "parts": _parts, "speed": _speed, "usage_log": _usage}
+    for key, part in sections.items():
         if key in res:  # a section run alone (--only) into a new folder writes only its own
             lines += part(res)
     lines += ["Versions: " + json.dumps(res["versions"]), ""]

@@ -349,7 +349,7 @@ class Router:
     def _rank(self, query: str, method: str, allowed: np.ndarray | None, depth: int,
               split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None, Parts | None]:
         parts = split_query(query) if split else [query]
-        clauses = clause_spans(query) if self.config.coverage > 0 else []
+        clauses = clause_spans(query, rules=self.config.clause_rules) if self.config.coverage > 0 else []
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
