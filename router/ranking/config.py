@@ -90,7 +90,7 @@ class RouterConfig:
     companion_produces_for: float = 0.6
     companion_co_use: float = 0.6
     companion_anchors: int = 5
-    companion_keep: int = 3
+    companion_keep: int = 5
 
     @property
     def companion_weights(self) -> dict[str, float]:
