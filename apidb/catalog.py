@@ -15,10 +15,12 @@ NOTIFY on commit, which running replicas follow (router.ranking.watch).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import _postgres, _sqlite
 from .rows import COLUMNS, record_to_row, row_to_record
@@ -26,6 +28,9 @@ from .stored import STORED_SCHEMA, StoredData
 from ._postgres import display_url, is_server_url
 from .errors import CatalogError
 from .record import ApiRecord
+
+if TYPE_CHECKING:
+    from .relations import Relation
 
 # Version of the file layout below. A file that declares a higher version, or whose
 # records table has columns this code does not know, was written by a newer toolsift:
@@ -352,6 +357,33 @@ class Catalog(StoredData):
                 return 0
             raise self._db.error(exc) from None
         return int(row[0][0]) if row and str(row[0][0]).isdigit() else 0
+
+    def co_use(self) -> list["Relation"]:
+        """The learned co-use relations stored with the catalog (apidb.relations; [] when none)."""
+        from .relations import Relation
+
+        try:
+            row = self._db.query("SELECT value FROM meta WHERE key = 'co_use'")
+        except self._db.errors as exc:
+            if self.url is None and "no such table" in str(exc):
+                return []
+            raise self._db.error(exc) from None
+        if not row:
+            return []
+        try:
+            pairs = json.loads(row[0][0])
+            return [Relation(str(a), str(b), "co_use", float(w)) for a, b, w in pairs]
+        except (ValueError, TypeError):
+            raise CatalogError(f"{self.path}: the stored co-use relations are not readable; "
+                               "learn them again (toolsift catalog relations --learn-from-log FILE)") from None
+
+    def set_co_use(self, relations: Iterable["Relation"]) -> int:
+        """Replace the stored co-use relations; returns how many were stored."""
+        pairs = [[r.source, r.target, round(float(r.strength), 4)] for r in relations]
+        with self._writing():
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.execute(_SET_META, ("co_use", json.dumps(pairs, separators=(",", ":"))))
+        return len(pairs)
 
     @property
     def generation(self) -> int:

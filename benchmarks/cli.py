@@ -277,8 +277,9 @@ def routing_cmd(
     quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
     model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
-    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log: run only that section, into "
-                                       "OUT/results.json of an earlier run"),
+    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log | parts | companions: run only that "
+                                       "section, into OUT/results.json of an earlier run (parts, companions: of "
+                                       "one if there is one)"),
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
@@ -301,10 +302,15 @@ def routing_cmd(
         write_report(res, path.parent)
         typer.echo(f"wrote {path.parent / 'report.md'}")
         return
-    if only not in (None, "speed", "usage-log"):
-        raise BenchmarkError(f"--only: speed or usage-log, not {only!r}")
+    if only not in (None, "speed", "usage-log", "parts", "companions"):
+        raise BenchmarkError(f"--only: speed, usage-log, parts or companions, not {only!r}")
     res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only)
-    typer.echo(summary(res))
+    if only == "companions":
+        from .routing.report import companions_summary
+
+        typer.echo(companions_summary(res))
+    else:
+        typer.echo(summary(res))
     typer.echo(f"wrote {target / 'report.md'}")
 
 

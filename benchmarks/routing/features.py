@@ -251,6 +251,27 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     def save() -> None:
         out.joinpath("results.json").write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
 
+    if only == "companions":  # complete sets from tool relations, into an earlier run's results if any
+        from . import companions
+
+        prior = out.joinpath("results.json")
+        if prior.is_file():
+            res = json.loads(prior.read_text(encoding="utf-8"))
+        csets = companions.load(quick)
+        res["companions"] = companions.run(csets, routers(csets, model), quick)
+        res["companions"]["command"] = f"{cmd} --only companions"
+        save()
+        write_report(res, out)
+        return res
+    if only == "parts":  # the split's own section (benchmarks/routing/parts.py), into an earlier run's results if any
+        from . import parts
+
+        if out.joinpath("results.json").is_file():
+            res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
+        res["parts"] = parts.run(quick, model) | {"command": f"{cmd} --only parts"}
+        save()
+        write_report(res, out)
+        return res
     sets = load(quick)
     if only:  # one section alone (speed | usage-log), into an earlier run's results
         res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
@@ -269,6 +290,12 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     NEW["coverage"] = res["quality"]["shipped"]
     rts = {key: r.configured(**NEW) for key, r in rts.items()}
     save()
+    print("complete sets from tool relations:", flush=True)
+    from . import companions
+
+    csets = companions.load(quick)
+    res["companions"] = companions.run(csets, routers(csets, model), quick)
+    save()
     print("adaptive k curve:", flush=True)
     res["curve"] = curve(sets, rts)
     save()
@@ -277,6 +304,11 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     save()
     print("exact names:", flush=True)
     res["exact_names"] = exact_names(model, quick)
+    save()
+    print("parts of multi-tool requests (the split):", flush=True)
+    from . import parts
+
+    res["parts"] = parts.run(quick, model)
     save()
     print("speed at 20k tools:", flush=True)
     res["speed"] = extra.overhead(sets, model, quick)

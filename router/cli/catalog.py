@@ -9,6 +9,7 @@ import typer
 from apidb.catalog import Catalog, SyncReport, check_limits
 from apidb.errors import CatalogError
 from apidb.display import printable
+from apidb.relations import KINDS
 
 from .errors import CliError
 from .options import Db, Json, catalog_path
@@ -207,9 +208,45 @@ def remove(namespace: str = typer.Option(..., "--namespace", help="Namespace to 
         say(f"removed {n} records from namespace {namespace}")
 
 
+def relations(db: Db = None, learn: list[Path] = typer.Option(
+        [], "--learn-from-log", metavar="FILE", show_default=False,
+        help="Usage logs (serve --usage-log) to learn co-use from: the tools called for one request; "
+             "stored in the catalog, replacing what was learned before. Repeatable."),
+        as_json: Json = False) -> None:
+    """The tool relations routing completes multi-step requests with (docs/routing.md): how many of
+    each kind; with --learn-from-log, learn which tools are used together and store it.
+
+    Example: toolsift catalog relations --learn-from-log usage.jsonl
+    """
+    from router.ranking.companions import RelationGraph
+
+    learned = None
+    with Catalog.open(catalog_path(db), readonly=not learn) as cat:
+        records = cat.records()
+        if learn:
+            from router.training.co_use import learn_co_use
+
+            learned = learn_co_use(learn, records)
+            cat.set_co_use(learned.relations)
+        counts = RelationGraph.build(records, cat.co_use()).counts()
+    data = {"records": len(records), "relations": {k: counts.get(k, 0) for k in KINDS}}
+    if learned is not None:
+        data["learned"] = {"lines": learned.lines, "requests": learned.requests, "unknown_tools": learned.unknown,
+                           "co_use": len(learned.relations)}
+    if wants_json(as_json):
+        print_json(data)
+        return
+    if learned is not None:
+        say(f"learned {len(learned.relations)} co-use relations from {learned.requests} requests with several "
+            f"tools called ({learned.lines} log lines; {learned.unknown} name no single catalog tool)", wrap=True)
+    show(table(("relation", "pairs"), [(k, counts.get(k, 0)) for k in KINDS],
+               title=f"{len(records)} tools", right=("pairs",)))
+
+
 def register(root: typer.Typer) -> None:
     group = typer.Typer(help="Build and inspect the API catalog (one SQLite file).", no_args_is_help=True)
-    for name, command in (("add", add), ("stats", stats), ("list", list_), ("show", show_record), ("remove", remove)):
+    for name, command in (("add", add), ("stats", stats), ("list", list_), ("show", show_record), ("remove", remove),
+                          ("relations", relations)):
         group.command(name)(command)
     root.add_typer(group, name="catalog")
 

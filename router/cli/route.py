@@ -279,6 +279,12 @@ def _terms(s, compact: bool = False) -> str:
     return ", ".join(f"{t} ({'/'.join(f)})" for t, f in fields.items())
 
 
+def _why(s) -> str:
+    """The reason column: a companion says whose (router.ranking.companions)."""
+    of = getattr(s, "companion_of", None)
+    return s.reason if of is None else f"companion of {of.split('/', 1)[-1]}"
+
+
 def _print_table(query: str, selections, tokens: bool = False, label: str = "") -> None:
     """A table when the terminal is wide enough for every column; below that, one block per tool
     (an 80-column table left the matched terms a column 2 characters wide)."""
@@ -289,7 +295,7 @@ def _print_table(query: str, selections, tokens: bool = False, label: str = "") 
     for s in selections:
         row = [s.rank, s.record.id, f"{s.score:.3f}", "-" if s.bm25_score is None else f"{s.bm25_score:.2f}",
                "-" if s.dense_score is None else f"{s.dense_score:.3f}"]
-        rows.append(row + ([_tokens_of(s)] if tokens else []) + [s.reason])
+        rows.append(row + ([_tokens_of(s)] if tokens else []) + [_why(s)])
     title = f"{label}top tools for: {ellipsize(query, 80)}"
     fixed = sum(max([len(c)] + [len(str(r[i])) for r in rows]) + 3 for i, c in enumerate(cols))
     if fixed + 30 <= terminal_width():

@@ -68,6 +68,12 @@ class RouterConfig:
     # ``coverage_pool`` of the fused ranking are re-ordered.
     coverage: float = 0.3
     coverage_pool: int = 30
+    # What cuts a request into parts besides sentences and chaining connectives: () = only those (the split
+    # before issue 38); router.ranking.coverage.RULES adds "and" before a request verb or a question,
+    # numbered steps and lists. `toolsift bench routing --only parts` (200 requests per file, cross-fitted)
+    # kept () on both halves: the rules find more parts (MetaTool multi left whole 0.375 -> 0.255,
+    # LiveMCPBench 0.582 -> 0.392) but with coverage 0.3 over the top 30 no file's all-gold@10 rose.
+    clause_rules: tuple[str, ...] = ()
     exact_names: bool = True             # a tool the query names goes first (router.ranking.exact_names)
     # Abstain when the best raw cosine of the request (or a part) with a top tool is below this
     # (router.ranking.abstain); None = never.
@@ -76,6 +82,20 @@ class RouterConfig:
     # ceiling (the caller's k when adaptive k is asked for with a k, else this).
     adaptive_ratio: float = 0.6
     adaptive_ceiling: int = 10
+    # Complete sets (router.ranking.companions): the weight of each kind of tool relation
+    # (apidb.relations; 0 = that kind off), how many of the first tools anchor companions, and how
+    # many first places never move. Chosen cross-fitted by `toolsift bench routing --only companions`.
+    companion_same_api: float = 0.0
+    companion_same_category: float = 0.3
+    companion_produces_for: float = 0.6
+    companion_co_use: float = 0.6
+    companion_anchors: int = 5
+    companion_keep: int = 5
+
+    @property
+    def companion_weights(self) -> dict[str, float]:
+        return {"same_api": self.companion_same_api, "same_category": self.companion_same_category,
+                "produces_for": self.companion_produces_for, "co_use": self.companion_co_use}
 
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:

@@ -27,18 +27,53 @@ is a few small matrix operations per request; the BM25 of each part is summed ov
 from __future__ import annotations
 
 import re
+from typing import Collection
 
 import numpy as np
 
 # Sentence ends, new lines, and the connectives people chain requests with. A clause starting
 # with one of these is a new part; "and" alone is not (it joins objects of one request too often:
-# "flights and hotels in Rome").
+# "flights and hotels in Rome"): only the rules below cut at an "and".
 _CUT = re.compile(r"(?<=[.?!;])\s+|\s*\n\s*|,?\s+\b(?:and then|and also|then|also|additionally|furthermore|"
                   r"moreover|as well as|in addition|besides that|after that|plus)\b[,:]?\s*", re.IGNORECASE)
 # the same connectives opening a sentence ("... 'fru'. Additionally, fetch ...") are not part of it
 _LEAD = re.compile(r"(?:and then|and also|then|also|additionally|furthermore|moreover|in addition|besides that|"
                    r"after that|plus)\b[,:]?\s*", re.IGNORECASE)
+# Verbs that open a request ("... and give me ...") when an object follows them; the object keeps
+# noun lists whole ("songs and plays of the artist": "plays" is followed by "of", not an object).
+_VERBS = ("add|analy[sz]e|book|calculate|check|compare|compile|convert|create|describe|download|draft|"
+          "email|estimate|explain|export|extract|fetch|find|generate|get|give|identify|list|locate|look up|"
+          "make|notify|offer|open|play|post|predict|provide|read|recommend|remind|remove|retrieve|save|"
+          "schedule|search|send|set|share|show|suggest|summari[sz]e|tell|translate|update|upload|write")
+_OBJECT = ("me|us|it|them|the|a|an|some|any|all|my|our|your|this|that|these|those|its|their|his|her|how|"
+           "what|which|where|when|who|whether|if|out|up|more|\\d")
+# Each rule: the cuts it adds (the text a match covers is dropped; lookaheads keep the next part's
+# first word). ``clause_spans(rules=...)`` picks them; `toolsift bench routing --only parts` measures
+# each and chooses the shipped set on one half of the labelled requests (benchmarks/routing/parts.py).
+_RULE_CUTS = {
+    # "find the painting X and give me ...", "..., and provide a list of ..."
+    "verb_and": re.compile(rf",?\s+and\s+(?:please\s+)?(?=(?:{_VERBS})\s+(?:{_OBJECT})\b)", re.IGNORECASE),
+    # "..., and can you recommend ...", "... and do you have ...", "..., and how ..." ("... and I need ..."
+    # is left whole: it mostly follows a scene ("I'm planning a trip and I need the weather"))
+    "question_and": re.compile(r",?\s+and\s+(?=(?:can|could|would|will)\s+you\b|do\s+you\b|is\s+there\b|"
+                               r"are\s+there\b|"
+                               r"(?:what|how|where|which|who|when|why)\s+(?:is|are|was|were|do|does|did|can|"
+                               r"could|should|would|will|much|many|long)\b)", re.IGNORECASE),
+    # "First, ... Finally, ..." (numbered steps "1) ... 2) ..." are cut by _numbered)
+    "numbered": re.compile(r",?\s*\b(?:first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|next|afterwards)\b,\s*",
+                           re.IGNORECASE),
+}
+# "1) ... 2) ...", "(1) ...", "1. ... 2. ..." inline: cut only when the steps 1 and 2 are both there
+# ("I donated 40. How much ..." is a sentence end, not a step)
+_STEP = re.compile(r"(?:^|(?<=\s))(?:\((\d{1,2})\)|(\d{1,2})[.)])\s+(?=[A-Za-z])")
+# "the asset profile, recommendation trends, net share purchase activity, and earnings information":
+# a list of three or more (two commas and a final "and"/"or") is cut at each item; its items may be
+# short ("recommendation trends"), so they are kept from one word on.
+_ENUM_ITEM = re.compile(r",\s+(?:and\s+|or\s+)?|\s+(?:and|or)\s+(?=[^,]*$)", re.IGNORECASE)
+RULES: tuple[str, ...] = ("verb_and", "question_and", "numbered", "enumeration")
 MIN_PART_WORDS = 3
+MIN_ITEM_WORDS = 1
+MAX_ITEM_WORDS = 4
 MAX_PARTS = 6
 # Part relevance is raised to this power: min-max relevance over the candidates gives the request's
 # top tools ~0.8 for every part, so one pick "served" all parts and the greedy stopped covering.
@@ -49,27 +84,71 @@ MAX_PARTS = 6
 SHARPNESS = 3.0
 
 
-def clause_spans(query: str, max_parts: int = MAX_PARTS) -> list[tuple[int, int]]:
+def _cuts(query: str, rules: Collection[str]) -> list[tuple[int, int]]:
+    """The (start, end) of every cut, in order, overlapping ones merged."""
+    found = [(m.start(), m.end()) for m in _CUT.finditer(query)]
+    for rule in rules:
+        if rule in _RULE_CUTS:
+            found += [(m.start(), m.end()) for m in _RULE_CUTS[rule].finditer(query)]
+    if "numbered" in rules:
+        steps = [(m.start(), m.end(), int(m.group(1) or m.group(2))) for m in _STEP.finditer(query)]
+        if {1, 2} <= {n for _, _, n in steps}:
+            found += [(s, e) for s, e, _ in steps]
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(found):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def _enumeration(query: str, s: int, e: int) -> list[tuple[int, int]]:
+    """The items of a list of three or more inside one part (module comment); [(s, e)] if none."""
+    text = query[s:e]
+    if text.count(",") < 2 or not re.search(r",\s+(?:and|or)\s+|\s(?:and|or)\s+[^,]*$", text, re.IGNORECASE):
+        return [(s, e)]
+    out, pos = [], s
+    for m in _ENUM_ITEM.finditer(text):
+        out.append((pos, s + m.start()))
+        pos = s + m.end()
+    out.append((pos, e))
+    out = [(a, b) for a, b in out if b > a]
+    # the items between the first and the last are the list's own: short ("balance sheet data"); a long
+    # one means the commas set off a clause ("My son, who is showing ..., is asking ...")
+    if len(out) < 3 or any(len(query[a:b].split()) > MAX_ITEM_WORDS for a, b in out[1:-1]):
+        return [(s, e)]
+    return out
+
+
+def clause_spans(query: str, max_parts: int = MAX_PARTS, *, rules: Collection[str] = RULES) -> list[tuple[int, int]]:
     """(start, end) character spans of the parts of a request that has several; [] otherwise.
 
-    A fragment of fewer than three words is glued to the part before it; only the first
-    ``max_parts`` parts are kept (the rest join the last one).
+    Parts are cut at sentence ends, new lines and chaining connectives, plus what ``rules`` add
+    (``RULES``, the default: "and" before a request verb or a question, numbered steps, lists of
+    three or more; ``()`` = the split before issue 38). A fragment of fewer than three words (one,
+    for a list item) is glued to the part before it; only the first ``max_parts`` parts are kept
+    (the rest join the last one).
     """
-    spans: list[tuple[int, int]] = []
+    pieces: list[tuple[int, int, bool]] = []   # (start, end, is a list item)
     pos = 0
-    for cut in [(m.start(), m.end()) for m in _CUT.finditer(query)] + [(len(query), len(query))]:
+    for cut in _cuts(query, rules) + [(len(query), len(query))]:
         s, e = pos, cut[0]
+        pos = cut[1]
         while s < e and (query[s].isspace() or query[s] in ",:"):
             s += 1
         while e > s and query[e - 1].isspace():
             e -= 1
-        pos = cut[1]
         lead = _LEAD.match(query, s, e)
         if lead:
             s = lead.end()
         if s >= e:
             continue
-        if spans and len(query[s:e].split()) < MIN_PART_WORDS:
+        items = _enumeration(query, s, e) if "enumeration" in rules else [(s, e)]
+        pieces += [(a, b, len(items) > 1) for a, b in items]
+    spans: list[tuple[int, int]] = []
+    for s, e, item in pieces:
+        if spans and len(query[s:e].split()) < (MIN_ITEM_WORDS if item else MIN_PART_WORDS):
             spans[-1] = (spans[-1][0], e)
         else:
             spans.append((s, e))

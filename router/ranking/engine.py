@@ -22,6 +22,7 @@ from . import explain
 from .. import text as rtext
 from .adaptive_k import AdaptiveK
 from .budget import admit
+from .companions import Companion, RelationGraph, stored_co_use
 from .config import METHODS, RouterConfig, config_for_model
 from .coverage import clause_spans
 from ..encoders.dense import (DEFAULT_MODEL, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
@@ -50,6 +51,12 @@ def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
         if key is not None:
             out[i] = ids.setdefault((r.namespace, key), len(ids))
     return out if 0 < len(ids) < len(records) else None
+
+
+def _companion_fields(records: Sequence[ApiRecord], reason: str, why: Companion | None) -> dict[str, Any]:
+    if reason != "companion" or why is None:
+        return {}
+    return {"companion_of": records[why.anchor].id, "relation": why.kind}
 
 
 class Router:
@@ -89,6 +96,8 @@ class Router:
         self._field_memo: dict[int, list[tuple[str, frozenset[str]]]] = {}  # see _fields_of
         self._names: NameTable | None = None
         self._name_memo: dict | None = None  # a previous router's normalized names (router.ranking.watch)
+        self.co_use: list = []  # learned co-use relations (apidb.relations), e.g. the catalog's
+        self._relations: RelationGraph | None = None
 
     # ---- construction ----------------------------------------------------------------
     @classmethod
@@ -119,6 +128,7 @@ class Router:
                      dense_enabled=loaded.dense is not None, config=config, warnings=loaded.warnings,
                      encoder=loaded.encoder)
         router._index_cache = loaded.cache_dir  # read first; the user-level cache after it
+        router.co_use = stored_co_use(db_path or default_db_path(), router.warnings)
         return router
 
     @classmethod
@@ -181,6 +191,19 @@ class Router:
         return encode_with_spans(self.embedder.model, query, spans)
 
     # ---- selection -------------------------------------------------------------------
+    def relation_graph(self) -> RelationGraph:
+        """The tools' relations (router.ranking.companions): built on first use, from the records and
+        ``co_use``; ``with_co_use`` gives a router with other learned pairs."""
+        if self._relations is None:
+            self._relations = RelationGraph.build(self.records, self.co_use)
+        return self._relations
+
+    def with_co_use(self, relations: Iterable[Any]) -> "Router":
+        """The same router with these learned co-use relations (apidb.relations.co_use_pairs)."""
+        clone = self.configured()
+        clone.co_use, clone._relations = list(relations), None
+        return clone
+
     def name_table(self) -> NameTable:
         """The records' names for exact-name matching (built on first use)."""
         if self._names is None:
@@ -240,7 +263,8 @@ class Router:
                        self.config.abstain_below)
         abstained = shaped.abstention is not None and shaped.abstention.abstained
         out = self._assemble(query, shaped.ranking, bm25_all, qvec, 0 if abstained and abstain == "empty"
-                             else shaped.k, pins, min_score, token_budget, relative_cut, set(shaped.named))
+                             else shaped.k, pins, min_score, token_budget, relative_cut, set(shaped.named),
+                             shaped.companions)
         out.abstention, out.parts = shaped.abstention, shaped.parts
         out.adaptive_k = shaped.k if cut is not None else None
         return out
@@ -327,7 +351,7 @@ class Router:
     def _rank(self, query: str, method: str, allowed: np.ndarray | None, depth: int,
               split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None, Parts | None]:
         parts = split_query(query) if split else [query]
-        clauses = clause_spans(query) if self.config.coverage > 0 else []
+        clauses = clause_spans(query, rules=self.config.clause_rules) if self.config.coverage > 0 else []
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
@@ -365,16 +389,21 @@ class Router:
 
     def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
                   k: int, pins: list[int], min_score: float | None, budget: int | None,
-                  relative_cut: float | None = None, named: set[int] = frozenset()) -> SelectionList:
+                  relative_cut: float | None = None, named: set[int] = frozenset(),
+                  companions: dict[int, Companion] | None = None) -> SelectionList:
         # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
         fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
         chosen, report = admit(ranking.docs.tolist(), fused, k, pins, min_score, budget,
                                lambda d: self._tokens_of(self.records[d]), lambda d: self.records[d], relative_cut)
-        chosen = [(d, "named" if d in named and why == "ranked" else why) for d, why in chosen]
-        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None), report)
+        companions = companions or {}
+        chosen = [(d, "named" if d in named and why == "ranked" else
+                   "companion" if d in companions and why == "ranked" else why) for d, why in chosen]
+        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None, companions),
+                             report)
 
     def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
-                 bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False) -> list[Selection]:
+                 bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False,
+                 companions: dict[int, Companion] | None = None) -> list[Selection]:
         stems = cache(lambda: explain.content_words(query))  # the query's words, stemmed once if read
         docs = np.array([d for d, _ in chosen], dtype=np.int64)
         dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
@@ -388,7 +417,7 @@ class Router:
             out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
                                  bm25_score=float(bm25_all[d]), dense_score=None if dense is None else float(dense[pos]),
                                  reason=reason, tokens=self._tokens_of(rec) if with_tokens else None,
-                                 explainer=hits))
+                                 explainer=hits, **_companion_fields(self.records, reason, (companions or {}).get(d))))
         return out
 
     def _matched(self, stems: Callable[[], dict[str, str]], d: int) -> dict[str, list[str]]:

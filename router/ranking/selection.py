@@ -36,7 +36,8 @@ class _Explained:
 class Selection:
     """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
     content words found in the tool's text, each with the fields it was found in), dense cosine
-    similarity, the reason ("ranked", "pinned", or "substitute": below the top k, admitted in place
+    similarity, the reason ("ranked", "pinned", "named", "companion": raised by a relation to
+    ``companion_of`` (router.ranking.companions), or "substitute": below the top k, admitted in place
     of a tool the token budget dropped), when a budget was applied, its schema's tokens, and a note
     when its scores are partial (a live catalog's record not embedded yet: BM25 only).
     The matched terms and fields are found when first read (``explainer``; see _Explained)."""
@@ -53,6 +54,9 @@ class Selection:
     note: str | None = None  # e.g. a record a live catalog has no vector for yet (router.ranking.watch)
     # makes matched_fields (word -> fields) on first read when they were not given
     explainer: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
+    # reason "companion": the selected tool whose relation (apidb.relations kind) brought this one
+    companion_of: str | None = None
+    relation: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.record
@@ -69,6 +73,8 @@ class Selection:
             out["tokens"] = self.tokens
         if self.note is not None:
             out["note"] = self.note
+        if self.companion_of is not None:
+            out["companion_of"], out["relation"] = self.companion_of, self.relation
         return out
 
 

@@ -6,6 +6,8 @@ this module holds the glue so that the engine keeps only the retrieval itself.
 Order, and why:
 1. coverage re-orders the top of the fused ranking (a tool per part of the request);
 2. tools the query names go to the top (router.ranking.exact_names), above anything coverage chose;
+2b. the companions the first tools' relations make likely rise (router.ranking.companions), below
+   the first places, so that a multi-step request gets the rest of its set;
 3. the abstention decision reads the raw evidence (not the min-max normalized scores, whose top
    is always 1): no named tool and weak evidence → abstain;
 4. adaptive k picks how many of the ranked tools are candidates for admission (router.ranking.budget
@@ -22,6 +24,7 @@ from .. import text as rtext
 from ..index.vector_index import cosines
 from .abstain import Abstention, evidence
 from .adaptive_k import AdaptiveK
+from .companions import Companion, complete
 from .coverage import cover, part_relevance
 from .fusion import Ranking
 
@@ -44,6 +47,7 @@ class Shaped:
     strengths: dict[int, float] = field(default_factory=dict)
     abstention: Abstention | None = None
     parts: int = 1
+    companions: dict[int, Companion] = field(default_factory=dict)
 
 
 def part_signals(router: Any, query: str, spans: list[tuple[int, int]], method: str,
@@ -106,6 +110,11 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
     if c.exact_names:
         named = [d for d in router.name_table().find(query) if allowed is None or allowed[d]]
         ranking = _promote(ranking, named)
+    companions: dict[int, Companion] = {}
+    weights = c.companion_weights
+    if any(w > 0 for w in weights.values()) and len(ranking) > 1:
+        ranking, companions = complete(ranking, router.relation_graph(), weights, anchors=c.companion_anchors,
+                                       keep=c.companion_keep, allowed=allowed, fixed=named)
     abstention = None
     if abstain_below is not None and not named and method != "bm25" and qvec is not None:
         vecs = qvec.reshape(1, -1) if parts is None or parts.vectors is None else \
@@ -118,4 +127,5 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
         s = np.array([1.0 if d in named else strengths.get(d, float(sc) / top)
                       for d, sc in zip(ranking.docs[:k].tolist(), ranking.scores[:k].tolist())])
         n = adaptive.cut(s, k)
-    return Shaped(ranking, n, named, strengths, abstention, 1 if parts is None else max(1, len(parts.spans)))
+    return Shaped(ranking, n, named, strengths, abstention, 1 if parts is None else max(1, len(parts.spans)),
+                  companions)

@@ -36,6 +36,7 @@ from ..errors import RouterError
 from ..index.build import index_dir_for
 from .selection import SelectionList
 from ..index.stored import CatalogView, StoredIndex
+from .companions import stored_co_use
 
 log = logging.getLogger("toolsift.watch")
 PENDING_NOTE = "no stored vector yet (changed since `toolsift index`): ranked by BM25 only"
@@ -200,6 +201,7 @@ def open_live(router_class: type, location: str | os.PathLike[str], *, model: st
         router = router_class(v.records, model=state.model_id, lexical=v.lexical, dense=v.dense,
                               dense_enabled=v.dense is not None, config=config, warnings=v.warnings,
                               encoder=state.encoder)
+        router.co_use = stored_co_use(location, router.warnings)  # learned with the catalog (companions)
         if previous is not None and previous.__dict__.get("_embedder") is not None:
             router._embedder = previous._embedder  # the query encoder stays loaded (and counted) across swaps
         if config.exact_names:

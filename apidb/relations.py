@@ -1,0 +1,153 @@
+"""Relations between the tools of a catalog: which tools a task that uses one tends to need too.
+
+A multi-step request ("find Sofia Coppola, then count the films she directed") needs several tools,
+and the second is often one its words barely name: an endpoint that takes ``person_id`` needs the one
+that finds the person first. Three kinds of relation are read from what the catalog already says,
+and one from use:
+
+- ``same_api``: tools of one API, one MCP server, one ToolBench tool (``tool_name`` / ``server`` /
+  ``tool`` in the record's metadata) — the endpoints of one service a task often combines;
+- ``same_category``: tools of one category or collection (ToolBench ``category_name``, an MCP
+  server's ``category``) — where ToolBench's multi-tool tasks come from;
+- ``produces_for``: a tool that yields an identifier another tool takes — ``GET /search/person`` for
+  ``GET /person/{person_id}/movie_credits``: a required ``<thing>_id`` parameter (or ``{id}`` under a
+  ``/<things>/`` path segment) and, in the same API, an endpoint that searches or lists ``<thing>``
+  without needing its id; ``/me`` for a ``user_id``; a bare ``/search`` for every id of its API;
+- ``co_use``: tools called for one request, learned from call sequences (the usage log, or labelled
+  multi-call answers), stored in the catalog (`apidb.catalog.Catalog.co_use`).
+
+The structural kinds are derived from the records each time a router is built, so they are always
+current with the catalog; co-use pairs naming a record the catalog no longer has are ignored.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .record import ApiRecord
+
+__all__ = ["KINDS", "Relation", "api_key", "category_key", "co_use_pairs", "producer_links"]
+
+KINDS = ("same_api", "same_category", "produces_for", "co_use")
+_API_KEYS = ("tool_name", "server", "tool")
+_CATEGORY_KEYS = ("category_name", "category")
+_PATH_PARAM = re.compile(r"\{(\w+)\}")
+_WORD = re.compile(r"[a-z0-9]+")
+# name words that say a tool finds or lists things, so its results carry their ids
+_FINDERS = {"search", "find", "list", "lookup", "query", "all", "popular", "top", "browse", "discover"}
+_SEARCHERS = {"search", "find", "lookup"}  # these take the thing's name: the surest way to its id
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``target`` is a likely companion of ``source`` (a tool a request using ``source`` also needs)."""
+
+    source: str
+    target: str
+    kind: str
+    strength: float
+
+
+def api_key(rec: ApiRecord) -> str | None:
+    """The API / server / tool a record belongs to, within its namespace (None: not said)."""
+    md = rec.metadata or {}
+    value = next((md[k] for k in _API_KEYS if md.get(k)), None)
+    return None if value is None else f"{rec.namespace}\x1f{value}"
+
+
+def category_key(rec: ApiRecord) -> str | None:
+    md = rec.metadata or {}
+    value = next((md[k] for k in _CATEGORY_KEYS if md.get(k)), None)
+    return None if value is None else f"{rec.namespace}\x1f{value}"
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    for suffix in ("es", "s"):
+        if w.endswith(suffix) and len(w) > 3 and not w.endswith("ss"):
+            return w[:-len(suffix)]
+    return w
+
+
+def _words(text: str) -> list[str]:
+    return [_stem(w) for w in _WORD.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower().replace("_", " "))]
+
+
+def _needed_things(rec: ApiRecord) -> set[str]:
+    """The things whose id a record needs: required ``<thing>_id`` parameters, and ``{id}`` path
+    parameters named after the path segment before them (``/artists/{id}`` needs an artist)."""
+    params = rec.parameters if isinstance(rec.parameters, dict) else {}
+    required = params.get("required") if isinstance(params.get("required"), list) else []
+    things = set()
+    for name in required:
+        if isinstance(name, str) and re.fullmatch(r"[A-Za-z]+_?[iI][dD]s?", name) and len(name) > 3:
+            things.add(_stem(re.sub(r"_?[iI][dD]s?$", "", name)))
+    path = str((rec.metadata or {}).get("path") or "")
+    segments = path.strip("/").split("/") if path else []
+    for i, seg in enumerate(segments):
+        m = _PATH_PARAM.fullmatch(seg)
+        if not m:
+            continue
+        name = m.group(1)
+        if name.lower().endswith("_id"):
+            things.add(_stem(name[:-3]))
+        elif name.lower() == "id" and i > 0 and not _PATH_PARAM.fullmatch(segments[i - 1]):
+            things.add(_stem(segments[i - 1]))
+    return {t for t in things if t}
+
+
+def producer_links(records: Sequence[ApiRecord]) -> list[Relation]:
+    """``produces_for`` relations: for each record that needs a thing's id, the records of the same
+    API that find or list that thing without needing its id (module doc)."""
+    by_api: dict[str, list[ApiRecord]] = defaultdict(list)
+    for r in records:
+        by_api[api_key(r) or r.namespace].append(r)
+    out: list[Relation] = []
+    for members in by_api.values():
+        if len(members) < 2 or len(members) > 2000:  # one flat namespace of thousands says nothing
+            continue
+        info = []
+        for r in members:
+            path = str((r.metadata or {}).get("path") or "")
+            literal = [_stem(s) for s in path.strip("/").split("/") if s and not _PATH_PARAM.fullmatch(s)]
+            method = str((r.metadata or {}).get("method") or "GET").upper()
+            info.append((r, _needed_things(r), set(_words(r.name)) | set(literal), literal, method))
+        for consumer, needs, _, _, _ in info:
+            for thing in needs:
+                for producer, p_needs, p_words, literal, method in info:
+                    if producer.id == consumer.id or thing in p_needs or method != "GET":
+                        continue
+                    if literal == ["search"] or literal == ["me"] and thing == "user":
+                        strength = 0.7 if literal == ["search"] else 1.0
+                    elif thing in p_words and (p_words & _FINDERS):
+                        strength = 1.0 if p_words & _SEARCHERS else 0.7
+                    elif thing in p_words and literal and literal[-1] == thing:
+                        strength = 0.7  # GET /things: a listing
+                    else:
+                        continue
+                    out.append(Relation(consumer.id, producer.id, "produces_for", strength))
+    best: dict[tuple[str, str], Relation] = {}
+    for rel in out:
+        key = (rel.source, rel.target)
+        if key not in best or rel.strength > best[key].strength:
+            best[key] = rel
+    return list(best.values())
+
+
+def co_use_pairs(call_sets: Iterable[Iterable[str]], min_count: int = 1) -> list[Relation]:
+    """``co_use`` relations from sets of tools called for one request each: the strength of (a, b)
+    is count(a and b) / sqrt(count(a) x count(b)) (cosine of their call vectors), both directions."""
+    single: Counter[str] = Counter()
+    pair: Counter[tuple[str, str]] = Counter()
+    for calls in call_sets:
+        tools = sorted(set(calls))
+        single.update(tools)
+        pair.update(itertools.permutations(tools, 2))
+    return [Relation(a, b, "co_use", round(n / math.sqrt(single[a] * single[b]), 4))
+            for (a, b), n in sorted(pair.items()) if n >= min_count]

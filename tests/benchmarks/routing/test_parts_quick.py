@@ -1,0 +1,42 @@
+"""`toolsift bench routing --only parts --quick`: the split's section, through the installed command."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared
+
+TOOLSIFT = Path(sys.executable).with_name("toolsift")
+
+
+@pytest.mark.slow
+def test_parts_section_runs_alone_and_reports_parts_against_gold(tmp_path):
+    shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+    shared("metatool", "data", "multi_tool_query_golden.json")
+    shared("livemcpbench", "all_annotations.json")
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "parts", "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=1800, env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "multi-tool all-gold@10, today's split" in res.stdout
+    p = json.loads((tmp_path / "results.json").read_text())["parts"]
+    assert p["command"] == "toolsift bench routing --quick --only parts"
+    assert {"today", "all"} <= set(p["candidates"]) and set(p["chosen"].values()) <= set(p["candidates"])
+    today, new = p["requests"]["today"], p["requests"]["new"]
+    assert set(today) == {"stabletoolbench_G2_instruction", "metatool_multi", "livemcpbench"}
+    for name, m in new.items():
+        assert 0 < m["requests"] <= 24 and m["gold_mean"] >= 2  # multi-tool requests only
+        assert m["parts_mean"] >= today[name]["parts_mean"]      # the new rules only add cuts
+        assert m["unsplit"] <= today[name]["unsplit"]
+        assert 0 <= m["gold_share@5"] <= m["gold_share@10"] <= 1
+    # the LiveMCPBench requests the old split left whole include ones the new rules cut
+    assert new["livemcpbench"]["unsplit"] < today["livemcpbench"]["unsplit"]
+    rows = p["rows"]["new split (cross-fitted)"]
+    assert {"metatool_single", "apibench_torchhub"} <= set(rows)
+    report = (tmp_path / "report.md").read_text()
+    assert "## Parts of multi-tool requests" in report and "Requests today's split leaves whole" in report
+    assert "(2 gold)" in report or "(3 gold)" in report  # real examples of missed splits
