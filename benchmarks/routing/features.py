@@ -259,7 +259,8 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
             res = json.loads(prior.read_text(encoding="utf-8"))
         csets = companions.load(quick)
         res["companions"] = companions.run(csets, routers(csets, model), quick)
-        res["companions"]["command"] = f"{cmd} --only companions"
+        res["companions"].update(command=f"{cmd} --only companions", wall_seconds=round(time.perf_counter() - t0, 1),
+                                 load_average={"start": res["load_average"]["start"], "end": _loadavg()})
         save()
         write_report(res, out)
         return res

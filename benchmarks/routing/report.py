@@ -179,7 +179,12 @@ def _companions(res: dict[str, Any]) -> list[str]:
     def setting(x: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept"
     lines = ["## Complete sets from tool relations (issue 38)", "",
-             f"Command: `{c.get('command', res['command'])}`. Companions (router.ranking.companions) of the first five "
+             f"Command: `{c.get('command', res['command'])}`"
+             + (f" ({c['wall_seconds']:.0f} s; " if c.get("wall_seconds") else " (")
+             + (("load average " + (f"{c['load_average']['start']} → {c['load_average']['end']})"
+                                    if c["load_average"].get("end") else f"at start {c['load_average']['start']})"))
+                if c.get("load_average") else "load average in the run's header)")
+             + ". Companions (router.ranking.companions) of the first five "
              "tools, by relation kind (apidb.relations). `today` = companions off; `new` = each half scored with "
              "the weights and kept places chosen on the other half, co-use learned from the other half's gold sets "
              "(objective: mean over multi-tool groups of (nDCG@5 + all-gold@10)/2; no setting that lowers any "
