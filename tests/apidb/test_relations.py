@@ -43,17 +43,20 @@ def test_api_and_category_keys_come_from_the_records_own_metadata():
 
 
 def test_co_use_strength_is_the_cosine_of_the_call_sets():
-    rel = {(r.source, r.target): r.strength for r in co_use_pairs([["a", "b"], ["a", "b"], ["a", "c"], ["d"]])}
+    sets = [["a", "b"], ["a", "b"], ["a", "c"], ["d"]]
+    rel = {(r.source, r.target): r.strength for r in co_use_pairs(sets, min_count=1)}
     assert rel[("a", "b")] == rel[("b", "a")] == round(2 / (3 * 2) ** 0.5, 4)
     assert rel[("a", "c")] == round(1 / 3 ** 0.5, 4)
     assert not any("d" in pair for pair in rel)
+    # by default a pair must be called together twice: once says little
+    assert {(r.source, r.target) for r in co_use_pairs(sets)} == {("a", "b"), ("b", "a")}
 
 
 def test_co_use_is_stored_with_the_catalog_on_both_backends(catalog_at):
     from apidb import Catalog
 
     records = load(shared("restbench", "specs", "tmdb_oas.json"), format="openapi").records
-    pairs = co_use_pairs([["tmdb/GET_search-person", "tmdb/GET_person-person_id-movie_credits"]])
+    pairs = co_use_pairs([["tmdb/GET_search-person", "tmdb/GET_person-person_id-movie_credits"]], min_count=1)
     with Catalog(catalog_at) as cat:
         cat.sync(records)
         assert cat.co_use() == []
