@@ -1,10 +1,12 @@
 """What the parts of `toolsift bench routing` share (benchmarks/routing/features.py runs them): the file
-groups, the two router settings compared, and the metrics of one ranking run."""
+groups, the two router settings compared, the metrics of one ranking run, and one router per corpus."""
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from router.encoders.model import BASE_MODEL
 
 from ..retrieval import targets as rt
 
@@ -26,4 +28,21 @@ def _metrics(queries, ranked: dict[str, list[str]]) -> dict[str, float]:
     out = {m: float(v) for m, v in evaluate(qrels, Run(run), ["ndcg@5", "recall@5", "recall@10"]).items()}
     for k in (5, 10):
         out[f"all_gold@{k}"] = float(np.mean([q.relevant <= set(ranked[q.id][:k]) for q in queries]))
+    return out
+
+
+def routers(sets: dict, model: str | None) -> dict:
+    """One router per corpus, query vectors cached (router_targets.QueryVectors), for ``model``."""
+    from router import Router
+
+    out = {}
+    for name, d in sets.items():
+        key = "stabletoolbench" if name.startswith("stabletoolbench") else name
+        if key in out:
+            continue
+        r = Router(d.records, model=model or BASE_MODEL)
+        r.encode_queries = rt.QueryVectors(r)
+        r.encode_query_sentences = r.encode_queries.sentences
+        r.dense_index()
+        out[key] = r
     return out

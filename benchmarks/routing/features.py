@@ -24,7 +24,7 @@ from router.encoders.model import BASE_MODEL
 
 from ..retrieval import targets as rt
 from . import sets as rs
-from .common import MULTI, NEW, QUICK, SINGLE, TODAY, _metrics
+from .common import MULTI, NEW, QUICK, SINGLE, TODAY, _metrics, routers
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "routing"
 COVERAGE_GRID = (0.0, 0.3)
@@ -45,23 +45,6 @@ def load(quick: bool) -> dict[str, Any]:
         d = load_dataset(name)
         d.queries = rt._sample(d.queries, 24 if quick else MAX_QUERIES)
         out[name] = d
-    return out
-
-
-def routers(sets: dict, model: str | None) -> dict:
-    """One router per corpus, query vectors cached (router_targets.QueryVectors), for ``model``."""
-    from router import Router
-
-    out = {}
-    for name, d in sets.items():
-        key = "stabletoolbench" if name.startswith("stabletoolbench") else name
-        if key in out:
-            continue
-        r = Router(d.records, model=model or BASE_MODEL)
-        r.encode_queries = rt.QueryVectors(r)
-        r.encode_query_sentences = r.encode_queries.sentences
-        r.dense_index()
-        out[key] = r
     return out
 
 

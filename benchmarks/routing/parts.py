@@ -26,13 +26,12 @@ from typing import Any
 import numpy as np
 
 from router import RouterConfig
-from router.encoders.model import BASE_MODEL
 from router.ranking.coverage import RULES, clause_spans
 
 from ..data.halves import half_of
 from ..retrieval import targets as rt
 from ..report import md_table
-from .common import _metrics
+from .common import _metrics, routers
 
 MULTI_FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench"]
 SINGLE_FILES = ["metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -71,21 +70,6 @@ def load(quick: bool) -> tuple[dict, list[str]]:
         d.queries = rt._sample(d.queries, QUICK_QUERIES if quick else MAX_QUERIES)
         sets[name] = d
     return sets, skipped
-
-
-def _routers(sets: dict, model: str | None) -> dict:
-    from router import Router
-
-    out = {}
-    for name, d in sets.items():
-        key = "stabletoolbench" if name.startswith("stabletoolbench") else name
-        if key not in out:
-            r = Router(d.records, model=model or BASE_MODEL)
-            r.encode_queries = rt.QueryVectors(r)
-            r.encode_query_sentences = r.encode_queries.sentences
-            r.dense_index()
-            out[key] = r
-    return out
 
 
 class Rankings:
@@ -182,7 +166,7 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
     sets, skipped = load(quick)
     if not any(n in sets for n in MULTI_FILES):
         return {"skipped": skipped, "note": "no multi-tool file present: nothing measured"}
-    rank = Rankings(sets, _routers(sets, model))
+    rank = Rankings(sets, routers(sets, model))
     tried = candidates()
     ranked = {}
     scored: dict[str, dict[str, dict]] = {}

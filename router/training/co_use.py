@@ -6,9 +6,8 @@ request whose calls name two or more catalog tools adds one call set; apidb.rela
 turns the sets into ``co_use`` relations, which `toolsift catalog relations --learn-from-log`
 stores in the catalog for the router's companions stage (router.ranking.companions).
 
-A line's tool is its ``id`` when the catalog has it, else the one catalog tool whose name (or
-OpenAI-safe name, or ``namespace__name``) is ``called``; an unknown or ambiguous name is counted and
-left out.
+A line's tool is found as for `toolsift tune --from-log` (router.training.usage_log.CatalogNames); an
+unknown or ambiguous name is counted and left out.
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from typing import Iterable, Sequence
 from apidb.record import ApiRecord
 from apidb.relations import Relation, co_use_pairs
 
-from .usage_log import read_events
+from .usage_log import CatalogNames, read_events
 
 __all__ = ["CoUseReport", "learn_co_use"]
 
@@ -33,18 +32,13 @@ class CoUseReport:
 
 
 def learn_co_use(paths: Iterable[str | os.PathLike[str]], records: Sequence[ApiRecord]) -> CoUseReport:
-    ids = {r.id for r in records}
-    by_name: dict[str, set[str]] = {}
-    for r in records:
-        for name in {r.name, r.openai_name(), f"{r.namespace}__{r.name}"}:
-            by_name.setdefault(name, set()).add(r.id)
+    names = CatalogNames(records)
     out = CoUseReport()
     calls: dict[tuple[str, str], set[str]] = {}
     for path in paths:
         for row in read_events(path):
             out.lines += 1
-            rid = row.get("id") if row.get("id") in ids else None
-            hits = {rid} if rid else by_name.get(row["called"], set())
+            hits = names.of(row)
             if len(hits) != 1:
                 out.unknown += 1
                 continue

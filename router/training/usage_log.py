@@ -187,15 +187,28 @@ def read_events(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
+class CatalogNames:
+    """Which catalog tool a usage-log line means: its ``id`` when the catalog has it, else the one
+    catalog tool whose name (or OpenAI-safe name, or ``namespace__name``) is ``called``."""
+
+    def __init__(self, records: Sequence[ApiRecord]) -> None:
+        self.ids = {r.id for r in records}
+        self.by_name: dict[str, set[str]] = {}
+        for r in records:
+            for name in {r.name, r.openai_name(), f"{r.namespace}__{r.name}"}:
+                self.by_name.setdefault(name, set()).add(r.id)
+
+    def of(self, row: dict[str, Any]) -> set[str]:
+        """The record ids a line may mean: one, none (unknown) or several (ambiguous)."""
+        rid = row.get("id") if row.get("id") in self.ids else None
+        return {rid} if rid else self.by_name.get(row["called"], set())
+
+
 def examples(paths: Iterable[str | os.PathLike[str]], records: Sequence[ApiRecord]) -> LogExamples:
     """Training examples from usage logs against a catalog's ``records``: a line's tool is its
     ``id`` when the catalog has it, else the catalog tool whose name (or OpenAI-safe name) is
     ``called`` when exactly one has it."""
-    ids = {r.id for r in records}
-    by_name: dict[str, set[str]] = {}
-    for r in records:
-        for name in {r.name, r.openai_name(), f"{r.namespace}__{r.name}"}:
-            by_name.setdefault(name, set()).add(r.id)
+    names = CatalogNames(records)
     out = LogExamples()
     grouped: dict[str, tuple[str, set[str]]] = {}
     for path in paths:
@@ -205,8 +218,7 @@ def examples(paths: Iterable[str | os.PathLike[str]], records: Sequence[ApiRecor
             if not text or not text.strip():
                 out.no_text += 1
                 continue
-            rid = row.get("id") if row.get("id") in ids else None
-            hits = {rid} if rid else by_name.get(row["called"], set())
+            hits = names.of(row)
             if not hits:
                 out.unknown += 1
                 continue

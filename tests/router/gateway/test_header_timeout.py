@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from tests.router.gateway.test_gateway import _free_port, _wait_port
+from tests.support.slow_client import partial_then_wait, trickle
 from tests.support.cli import toolsift
 from tests.support.mcp_servers import stdio_entry
 
@@ -42,44 +42,19 @@ def gateway(tmp_path_factory):
         proc.communicate(timeout=30)
 
 
-def _closed_after(s: socket.socket) -> tuple[bytes, float]:
-    """What the gateway sent before closing, and when it closed (the test's socket times out at 8 s)."""
-    t0, data = time.monotonic(), b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return data, time.monotonic() - t0
-        data += chunk
-
-
 @pytest.mark.parametrize("partial", [
     b"POST /mc",                                                                  # half a request line
     b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic",             # half a header
     b"",                                                                          # nothing at all
 ])
 def test_a_connection_that_never_finishes_its_headers_is_closed(gateway, partial):
-    with socket.create_connection(("127.0.0.1", gateway), timeout=8) as s:
-        if partial:
-            s.sendall(partial)
-        data, waited = _closed_after(s)
+    data, waited = partial_then_wait(gateway, partial)
     assert data == b"" and 0.5 < waited < 4, (data, waited)
 
 
 def test_a_trickled_header_is_closed_although_bytes_keep_coming(gateway):
     line = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 40
-    with socket.create_connection(("127.0.0.1", gateway), timeout=8) as s:
-        t0 = time.monotonic()
-        try:
-            for byte in line:  # a byte every 0.1 s: never idle, never done
-                s.sendall(bytes([byte]))
-                time.sleep(0.1)
-        except OSError:
-            pass  # the gateway closed the connection while we were still sending
-        try:
-            data, _ = _closed_after(s)
-        except OSError:
-            data = b""
-        waited = time.monotonic() - t0
+    data, waited = trickle(gateway, line)  # a byte every 0.1 s: never idle, never done
     assert b"HTTP/1.1" not in data and waited < 3.5, (data, waited)
 
 

@@ -4,7 +4,6 @@ no such limit. The installed `toolsift serve openai --header-timeout 1`, raw soc
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.support.slow_client import partial_then_wait, trickle
 
 from tests.router.middleware.test_proxy_hardening import free_port, wait_health
 
@@ -34,44 +35,19 @@ def proxy():
         proc.communicate(timeout=30)
 
 
-def _closed_after(s: socket.socket) -> tuple[bytes, float]:
-    """What the proxy sent before closing, and when it closed (the test's socket times out at 8 s)."""
-    t0, data = time.monotonic(), b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return data, time.monotonic() - t0
-        data += chunk
-
-
 @pytest.mark.parametrize("partial", [
     b"POST /v1/chat/compl",                                                       # half a request line
     b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: applic",     # half a header
     b"",                                                                          # nothing at all
 ])
 def test_a_connection_that_never_finishes_its_headers_is_closed(proxy, partial):
-    with socket.create_connection(("127.0.0.1", proxy), timeout=8) as s:
-        if partial:
-            s.sendall(partial)
-        data, waited = _closed_after(s)
+    data, waited = partial_then_wait(proxy, partial)
     assert data == b"" and 0.5 < waited < 4, (data, waited)
 
 
 def test_a_trickled_header_is_closed_although_bytes_keep_coming(proxy):
     line = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 40
-    with socket.create_connection(("127.0.0.1", proxy), timeout=8) as s:
-        t0 = time.monotonic()
-        try:
-            for byte in line:  # a byte every 0.1 s: never idle, never done
-                s.sendall(bytes([byte]))
-                time.sleep(0.1)
-        except OSError:
-            pass  # the proxy closed the connection while we were still sending
-        try:
-            data, _ = _closed_after(s)
-        except OSError:
-            data = b""
-        waited = time.monotonic() - t0
+    data, waited = trickle(proxy, line)  # a byte every 0.1 s: never idle, never done
     assert b"HTTP/1.1 200" not in data and waited < 3.5, (data, waited)
 
 
