@@ -12,7 +12,8 @@ where s is the ranking's score relative to its top (made non-increasing, so the 
 exact names chose is kept), and orders every place after the first ``keep`` by s(c) + e(c): a
 companion rises, a tool with no relation to the request's best tools keeps its place relative to
 the others. The first ``keep`` places never move, so a single-tool request's best tools stay where
-they were. Each weight is chosen per kind on half of the labelled multi-tool requests and scored
+they were; an anchor brings at most ``per_anchor`` companions (its likeliest) and stays above them;
+tools the request may not see (filters) are never companions. Each weight is chosen per kind on half of the labelled multi-tool requests and scored
 on the other half (`toolsift bench routing --only companions`, docs/routing.md).
 """
 from __future__ import annotations
@@ -166,8 +167,9 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
     for c, comp in why.items():  # a tool stays above the companions it brought
         score[comp.anchor] = max(score[comp.anchor], score[c])
     head = docs[:keep]
+    kept = set(head)
     pos = {d: i for i, d in enumerate(docs)}
-    pool = [d for d in dict.fromkeys(docs[keep:] + list(why)) if d not in set(head)]
+    pool = [d for d in dict.fromkeys(docs[keep:] + list(why)) if d not in kept]
     pool.sort(key=lambda d: (-score[d], pos.get(d, len(docs)), d))
     # scores stay non-increasing: a companion never outscores the places kept above it
     cap = float(raw[len(head) - 1]) if head else float("inf")
@@ -175,5 +177,5 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
     order = head + pool
     # a companion is a tool the relations moved up (or brought in), not one that only kept its place
     placed = {d: i for i, d in enumerate(order)}
-    moved = {d: c for d, c in why.items() if d in placed and placed[d] < pos.get(d, len(docs)) and d not in head}
+    moved = {d: c for d, c in why.items() if d in placed and placed[d] < pos.get(d, len(docs)) and d not in kept}
     return Ranking(np.array(order, dtype=np.int64), np.array(new_scores, dtype=np.float64)), moved
