@@ -38,3 +38,12 @@ def ok_json(*args: object, db: Path | None = None) -> object:
     result = CliRunner(env={"TOOLSIFT_DB": None}).invoke(app, argv, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child the test will Ctrl-C: SIGINT back to its default. A shell that
+    starts a job in the background (``make test &``) leaves SIGINT ignored, every child inherits
+    that, and Python then never turns SIGINT into KeyboardInterrupt: the child would run on."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -50,6 +50,7 @@ def test_every_next_step_the_installed_demo_prints_runs(tmp_path):
     import httpx
 
     from tests.router.middleware.test_proxy_hardening import free_port
+    from tests.support.cli import interruptible
 
     script = Path(sys.executable).parent / "toolsift"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "80", "TOOLSIFT_CACHE": str(tmp_path / "cache")}
@@ -72,7 +73,8 @@ def test_every_next_step_the_installed_demo_prints_runs(tmp_path):
             if argv[1] == "serve":
                 port = free_port()
                 proc = subprocess.Popen([str(script), *argv[1:], "--port", str(port)], cwd=work, env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=interruptible)
                 try:
                     end, status = time.monotonic() + 180, None
                     while time.monotonic() < end and proc.poll() is None:
