@@ -28,18 +28,21 @@ def shared_data():
     return shared
 
 
-@pytest.fixture
-def gorilla_db(tmp_path):
-    """A real catalog file built from the bundled Gorilla API databases."""
+def build_gorilla_catalog(db: Path) -> list:
+    """Write a catalog of the bundled Gorilla API databases at ``db``; its records, as stored."""
     from apidb import Catalog
     from apidb.loaders import load
 
-    db = tmp_path / "catalog.db"
     with Catalog(db) as cat:
-        records = []
-        for f in sorted(BUNDLED_GORILLA.glob("*_api.jsonl")):
-            records += load(f).records
-        cat.sync(records)
+        cat.sync([r for f in sorted(BUNDLED_GORILLA.glob("*_api.jsonl")) for r in load(f).records])
+        return cat.records()
+
+
+@pytest.fixture
+def gorilla_db(tmp_path):
+    """A real catalog file built from the bundled Gorilla API databases."""
+    db = tmp_path / "catalog.db"
+    build_gorilla_catalog(db)
     return db
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.cli import mcp_over_stdio
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / "toolsift"
 # what each command exits with: check and audit find defective answers in the examples on purpose
@@ -57,19 +59,6 @@ def test_every_example_command_runs(tmp_path):
 
 def _serve_mcp(args: list[str], env: dict[str, str]) -> None:
     """The gateway starts the notes server and lists its tools to a client on stdio."""
-    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-    proc = subprocess.Popen([str(SCRIPT), *args, "-v"], cwd=ROOT, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
-        proc.stdin.flush()
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-    finally:
-        proc.stdin.close()
-        err = proc.stderr.read()
-        proc.wait(timeout=60)
-    assert replies[1]["id"] == 2 and {t["name"] for t in replies[1]["result"]["tools"]} >= {"search_tools"}
+    reply, err = mcp_over_stdio([str(SCRIPT), *args, "-v"], {"method": "tools/list"}, cwd=ROOT, env=env)
+    assert reply["id"] == 2 and {t["name"] for t in reply["result"]["tools"]} >= {"search_tools"}
     assert "upstream notes ready: 2 tools" in err, err[-2000:]

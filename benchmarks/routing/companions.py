@@ -135,7 +135,7 @@ def _scores(cs: list[Case], ranked: dict[int, list[str]]) -> dict[str, dict[str,
     return out
 
 
-def _offline(cs: list[Case], graphs: dict[tuple[int, str], Any], sets: dict, rts: dict,
+def _offline(cs: list[Case], graphs: dict[tuple[int, str], Any], rts: dict,
              weights: dict[str, float], keep: int) -> dict[int, list[str]]:
     from router.index.scores import Ranking
     from router.ranking.companions import complete
@@ -165,10 +165,10 @@ def _no_single_loss(s: dict[str, dict[str, float]], off: dict[str, float]) -> bo
     return all(now[k] >= v - MAX_SINGLE_DROP for k, v in off.items())
 
 
-def choose(cs: list[Case], graphs: dict, sets: dict, rts: dict) -> tuple[dict[str, float], int, float]:
+def choose(cs: list[Case], graphs: dict, rts: dict) -> tuple[dict[str, float], int, float]:
     """Coordinate ascent over the kind weights, for each number of kept places; the best objective
     (a setting is kept only if it beats the one before by more than 0.001, none if none beats off)."""
-    off = _fast(cs, _offline(cs, graphs, sets, rts, {k: 0.0 for k in KINDS}, KEEPS[0]))
+    off = _fast(cs, _offline(cs, graphs, rts, {k: 0.0 for k in KINDS}, KEEPS[0]))
     floor = single_ndcg(off)
     best = ({k: 0.0 for k in KINDS}, KEEPS[-1], objective(off))
     for keep in KEEPS:
@@ -178,7 +178,7 @@ def choose(cs: list[Case], graphs: dict, sets: dict, rts: dict) -> tuple[dict[st
                 trial = dict(w, **{kind: value})
                 if trial == w:
                     continue
-                s = _fast(cs, _offline(cs, graphs, sets, rts, trial, keep))
+                s = _fast(cs, _offline(cs, graphs, rts, trial, keep))
                 if objective(s) > cur + 0.001 and _no_single_loss(s, floor):
                     w, cur = trial, objective(s)
         if cur > best[2] + 0.001:
@@ -236,7 +236,7 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool) -> dict[str, Any
     graphs = _graphs(sets, rts, co)
     chosen = {}
     for half in ("dev", "test"):  # chosen on `half`, scores the other
-        w, keep, obj = choose([c for c in cs if c.half == half], graphs, sets, rts)
+        w, keep, obj = choose([c for c in cs if c.half == half], graphs, rts)
         chosen[half] = {"weights": w, "keep": keep, "objective": round(obj, 4)}
         print(f"  chosen on {half}: {w}, keep {keep} (objective {obj:.4f})", flush=True)
     today_ranked, today_sent = _routed(cs, rts, None, co)
@@ -269,7 +269,7 @@ def leave_one_family_out(cs: list[Case], sets: dict, rts: dict, today: dict[int,
     out = {}
     for fam in sorted({family(c.file) for c in cs if c.multi}):
         idx = [i for i, c in enumerate(cs) if family(c.file) == fam]
-        w, keep, _ = choose([c for c in cs if family(c.file) != fam], graphs, sets, rts)
+        w, keep, _ = choose([c for c in cs if family(c.file) != fam], graphs, rts)
         test = [cs[i] for i in idx]
         new_ranked, _ = _routed(test, rts, _setting(w, keep), none)
         out[fam] = {"weights": w, "keep": keep, "today": _scores(test, {j: today[i] for j, i in enumerate(idx)}),

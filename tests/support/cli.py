@@ -47,3 +47,35 @@ def interruptible() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def stop(proc: subprocess.Popen) -> str:
+    """Ctrl-C a running `toolsift serve ...` (killed after 30 s) and return its stderr."""
+    import signal
+
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err
+
+
+def mcp_over_stdio(argv: list[str], second: dict, *, cwd: Path, env: dict[str, str]) -> tuple[dict, str]:
+    """Run ``argv`` (a `toolsift serve mcp ...` on stdio), initialize it as an MCP client, send
+    ``second`` (a request with id 2), close stdin; its answer and the gateway's whole stderr."""
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 2, **second}]
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.stdin.close()
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    return replies[1], err

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import openai
 import pytest
 
 from tests.support.blocked_imports import TRAINING, blocking_env
-from tests.support.cli import toolsift
+from tests.support.cli import stop, toolsift
 from tests.support.scripted_upstream import ScriptedUpstream, call_first_tool
 from tests.support.toolsets import small_tools
 
@@ -108,12 +107,7 @@ def test_the_proxy_routes_without_torch(tmp_path, flavour):
             assert "convert_currency" in sent and len(sent) == 2, sent
             assert answer.choices[0].message.tool_calls[0].function.name in sent
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                _, err = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
+            err = stop(proc)
     assert "Traceback" not in err, err
     _assert_untouched(log, tmp_path)
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.cli import mcp_over_stdio
 
 SCRIPT = Path(sys.executable).parent / "toolsift"
 
@@ -19,23 +19,12 @@ def test_verbose_gateway_log_has_no_faiss_loader_lines(tmp_path):
     # the examples' config runs `python`: this environment's, which has mcp
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": f"{SCRIPT.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("TOOLSIFT_DB", None)
-    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-             "params": {"name": "search_tools", "arguments": {"query": "write down a note to read later"}}}]
-    proc = subprocess.Popen([str(SCRIPT), "serve", "mcp", "--config", "examples/mcp_servers.json", "--method",
-                             "hybrid", "-v"], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
-        proc.stdin.flush()
-        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
-    finally:
-        proc.stdin.close()
-        err = proc.stderr.read()
-        proc.wait(timeout=60)
-    found = json.loads(replies[1]["result"]["content"][0]["text"])
+    reply, err = mcp_over_stdio(
+        [str(SCRIPT), "serve", "mcp", "--config", "examples/mcp_servers.json", "--method", "hybrid", "-v"],
+        {"method": "tools/call", "params": {"name": "search_tools",
+                                            "arguments": {"query": "write down a note to read later"}}},
+        cwd=ROOT, env=env)
+    found = json.loads(reply["result"]["content"][0]["text"])
     assert found["tools"], found  # the search ran (hybrid: the dense half loads faiss)
     assert "upstream notes ready" in err, err[-2000:]  # -v is on: the gateway's own lines are there
     assert "faiss" not in err.lower() and "AVX" not in err, err[-2000:]

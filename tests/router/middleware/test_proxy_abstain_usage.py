@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 
 import openai
 import pytest
 
 from tests.router.middleware.test_proxy_hardening import _SCRIPT, free_port, wait_health
+from tests.support.cli import stop
 from tests.support.scripted_upstream import ScriptedUpstream, call_first_tool
 from tests.support.toolsets import stb_dataset, stb_tools
 
@@ -28,16 +28,6 @@ def _serve(upstream: str, *args: str):
     url = f"http://127.0.0.1:{port}"
     wait_health(url, proc, deadline=300)
     return proc, url
-
-
-def _stop(proc) -> str:
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, err = proc.communicate()
-    return err
 
 
 def _ask(url: str, text: str, tools: list[dict]):
@@ -60,7 +50,7 @@ def test_abstain_header_flags_by_default_and_strips_only_when_asked(tmp_path):
             assert flag.startswith("1; evidence=") and "stripped" not in flag
             assert len(up.chat_requests[-1]["tools"]) == 5 + 1  # default: flagged, never stripped (+ tool search)
         finally:
-            _stop(proc)
+            stop(proc)
         proc, url = _serve(up.base_url, "-k", "5", "--on-abstain", "strip")
         try:
             raw = _ask(url, IRRELEVANT, tools)
@@ -71,7 +61,7 @@ def test_abstain_header_flags_by_default_and_strips_only_when_asked(tmp_path):
             raw = _ask(url, q, tools)
             assert len(up.chat_requests[-1]["tools"]) == 5 + 1  # an answerable request keeps its tools (+ search)
         finally:
-            _stop(proc)
+            stop(proc)
 
 
 @pytest.mark.slow
@@ -86,7 +76,7 @@ def test_usage_log_records_valid_offered_calls_without_contents_unless_allowed(t
             for text in queries:
                 _ask(url, text, tools)
         finally:
-            _stop(proc)
+            stop(proc)
         lines = [json.loads(x) for x in plain.read_text().splitlines()]
         assert len(lines) == 3 and all("query" not in x for x in lines)
         for line, req in zip(lines, up.chat_requests[-3:]):
@@ -97,7 +87,7 @@ def test_usage_log_records_valid_offered_calls_without_contents_unless_allowed(t
         try:
             _ask(url, f"{queries[0]} {secret}", tools)
         finally:
-            _stop(proc)
+            stop(proc)
     text = full.read_text()
     assert KEY not in text and "sk-live" not in text and "[redacted]" in text
     assert json.loads(text.splitlines()[0])["query"].startswith(queries[0][:40])

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from tests.router.middleware.test_proxy_abstain_usage import _ask, _serve, _stop
+from tests.router.middleware.test_proxy_abstain_usage import _ask, _serve
+from tests.support.cli import stop
 from tests.support.scripted_upstream import ScriptedUpstream, call_first_tool
 
 SHORT = "weather in Paris?"
@@ -36,7 +37,7 @@ def test_the_usage_log_holds_no_plain_hash_and_hashes_after_scrubbing(tmp_path):
                 _ask(url, "weather in Paris? api_key=AAAAAAAAAAAAAAAA1", few)
                 _ask(url, "weather in Paris? api_key=BBBBBBBBBBBBBBBB2", few)
             finally:
-                _stop(proc)
+                stop(proc)
             lines.append([json.loads(x) for x in log.read_text().splitlines()])
     first, second = lines
     assert len(first) == 3 and all("query_sha256" not in x for x in first)
@@ -61,7 +62,7 @@ def test_hostile_tool_names_do_not_grow_the_logs(tmp_path):
             r = _ask(url, SHORT, tools(huge, "get_weather"))  # a call of the huge name: not logged
             assert r.http_response.status_code == 200
         finally:
-            err = _stop(proc)
+            err = stop(proc)
     lines = log.read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["offered"] == ["get_weather", "get_time"]
     assert log.stat().st_size < 2_000

@@ -19,7 +19,6 @@ import httpx
 import openai
 import pytest
 
-from apidb.catalog import Catalog
 from router.errors import RouterError
 from router.tenancy.tenants import Tenants, hash_key
 from tests.router.middleware.test_proxy_hardening import free_port, wait_health
@@ -80,14 +79,11 @@ def seen_by(raw) -> set[str]:
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory):
-    from apidb.loaders import load
-    from tests.conftest import BUNDLED_GORILLA
+    from tests.conftest import build_gorilla_catalog
 
     tmp = tmp_path_factory.mktemp("tenants")
     db = tmp / "catalog.db"
-    with Catalog(db) as cat:
-        cat.sync([r for f in sorted(BUNDLED_GORILLA.glob("*_api.jsonl")) for r in load(f).records])
-        records = cat.records()
+    records = build_gorilla_catalog(db)
     vision = {r.openai_name() for r in records if r.namespace != "huggingface"}
     nlp = {r.openai_name() for r in records if r.namespace == "huggingface"}
     names = {"vision": vision - nlp, "nlp": nlp - vision}  # each tenant's own names (a few are in both)

@@ -46,7 +46,7 @@ def test_the_search_an_endpoint_needs_comes_with_it_and_says_why(tmdb):
 
 def test_filters_apply_to_companions(tmdb):
     query = "Show me the poster images of the Star Wars collection"
-    sel = tmdb.select(query, k=10, adaptive=False, exclude_namespaces=None,
+    sel = tmdb.select(query, k=10, adaptive=False,
                       candidates=[r.id for r in tmdb.records if "search" not in r.id])
     assert not any("search" in s.record.id for s in sel)
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from apidb.catalog import Catalog
 from tests.router.middleware.test_proxy_hardening import free_port, wait_health
 from tests.router.middleware.test_tenants import NLP_KEY, SUMMARIZE, UPSTREAM_KEY, VISION_KEY, write_tenants
 from tests.support.scripted_apis import message, response
@@ -28,14 +27,11 @@ _SCRIPT = Path(sys.executable).parent / "toolsift"
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory):
-    from apidb.loaders import load
-    from tests.conftest import BUNDLED_GORILLA
+    from tests.conftest import build_gorilla_catalog
 
     tmp = tmp_path_factory.mktemp("isolation")
     db = tmp / "catalog.db"
-    with Catalog(db) as cat:
-        cat.sync([r for f in sorted(BUNDLED_GORILLA.glob("*_api.jsonl")) for r in load(f).records])
-        records = cat.records()
+    records = build_gorilla_catalog(db)
     vision = {r.openai_name() for r in records if r.namespace != "huggingface"}
     pin = sorted({r.openai_name() for r in records if r.namespace == "huggingface"} - vision)[0]
     port = free_port()
