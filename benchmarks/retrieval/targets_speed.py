@@ -149,10 +149,10 @@ def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
 
 
 def stages(router, texts: list[str]) -> dict[str, float]:
-    """Where a hybrid route's CPU goes: ms per request (CPU of the routing thread) spent in the query
-    encoder, BM25 scoring, the dense search, shaping (coverage, exact names, abstention, adaptive k),
-    the selection of the tools, and the rest (spans, fusion, ranking), over ``texts`` routed once
-    each after a warm-up. The stages are timed by wrapping this router's own methods for the run."""
+    """Where a hybrid route's CPU goes: ms per request (the process's CPU, so the encoder's second
+    thread counts) spent in the query encoder, BM25 scoring, the dense search, shaping (coverage,
+    exact names, abstention, adaptive k), the selection of the tools, and the rest (spans, fusion,
+    ranking), over ``texts`` routed once each after a warm-up. The stages are timed by wrapping this router's own methods for the run."""
     import time
 
     from router.ranking import engine
@@ -161,11 +161,11 @@ def stages(router, texts: list[str]) -> dict[str, float]:
 
     def timed(label: str, fn):
         def run(*args, **kwargs):
-            c0 = time.thread_time()
+            c0 = time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                spent[label] = spent.get(label, 0.0) + time.thread_time() - c0
+                spent[label] = spent.get(label, 0.0) + time.process_time() - c0
         return run
 
     patched = {"encode_query_sentences": "encoder", "encode_queries": "encoder", "_assemble": "selection"}
@@ -180,10 +180,10 @@ def stages(router, texts: list[str]) -> dict[str, float]:
     try:
         router.select(texts[0], k=5)
         spent.clear()
-        c0 = time.thread_time()
+        c0 = time.process_time()
         for t in texts:
             router.select(t, k=5)
-        total = time.thread_time() - c0
+        total = time.process_time() - c0
     finally:
         engine.shape = shape
         for name in [*patched, "scores"]:

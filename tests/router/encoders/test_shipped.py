@@ -48,3 +48,29 @@ def test_the_shipped_encoder_agrees_with_the_torch_reference():
                                             show_progress_bar=False)
     cos = np.sum(shipped * ref, axis=1)
     assert cos.min() >= INT8_MIN_COSINE, cos.min()
+
+
+def test_a_long_query_runs_two_threads_when_a_core_is_idle_with_the_same_vector(monkeypatch):
+    """An agent-length request's encode takes a second, two-threaded session when a core is free
+    (router.encoders.onnx_encoder.idle_cores); its vector is the single-threaded one, so routing
+    never depends on the machine's load. Short queries and busy cores stay on one thread."""
+    from router.encoders import onnx_encoder
+    from router.encoders.shipped import SHIPPED_DIR, shipped_graph
+
+    long_request = ("I am planning a trip to Lisbon next month with my family and need a hotel near the old town. "
+                    "Could you also check the weather forecast for those dates and convert 500 US dollars to euros? "
+                    "Finally, suggest some restaurants nearby that serve vegetarian food.")
+    narrow = onnx_encoder.OnnxEncoder(SHIPPED_DIR, shipped_graph(), wide_queries=False)
+    wide = onnx_encoder.OnnxEncoder(SHIPPED_DIR, shipped_graph())
+    monkeypatch.setattr(onnx_encoder, "idle_cores", lambda cores: False)
+    wide.encode_query(long_request)
+    assert wide._wide is None  # busy cores: one thread
+    monkeypatch.setattr(onnx_encoder, "idle_cores", lambda cores: True)
+    wide.encode_query("weather in Lisbon")
+    assert wide._wide is None  # a short query: one thread
+    got = wide.encode_query(long_request)
+    assert wide._wide is not None
+    np.testing.assert_array_equal(got, narrow.encode_query(long_request))
+    spans = [(0, 95), (96, 200)]
+    np.testing.assert_array_equal(wide.encode_with_spans(long_request, spans),
+                                  narrow.encode_with_spans(long_request, spans))
