@@ -50,32 +50,28 @@ class RelationGraph:
 
     groups: dict[str, np.ndarray] = field(default_factory=dict)       # kind -> group id per record (-1)
     members: dict[str, list[np.ndarray]] = field(default_factory=dict)  # kind -> records of each group
-    links: dict[int, list[tuple[int, str, float]]] = field(default_factory=dict)  # explicit edges
+    links: dict[int, list[tuple[int, str, float]]] = field(default_factory=dict)  # co-use edges
+    # produces_for edges stay within one API: derived per API when a request first reaches it
+    # (deriving them for a whole 20k-tool catalog was 0.2 s of every fresh `toolsift route`)
+    records: Sequence[ApiRecord] = ()
+    apis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # API group per record
+    api_members: list[np.ndarray] = field(default_factory=list)
+    _produced: dict[int, dict[int, list[tuple[int, str, float]]]] = field(default_factory=dict, repr=False)
     _memo: dict[int, list[tuple[int, str, float]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, records: Sequence[ApiRecord], co_use: Iterable[Relation] = ()) -> "RelationGraph":
-        graph = cls()
+        graph = cls(records=records)
         for kind, key in (("same_api", api_key), ("same_category", category_key)):
-            ids: dict[str, int] = {}
-            g = np.full(len(records), -1, dtype=np.int64)
-            for i, r in enumerate(records):
-                k = key(r)
-                if k is not None:
-                    g[i] = ids.setdefault(k, len(ids))
-            if ids:
-                order = np.argsort(g, kind="stable")
-                counts = np.bincount(g[g >= 0], minlength=len(ids))
-                start = int((g < 0).sum())
-                members = []
-                for n in counts:
-                    members.append(order[start:start + n])
-                    start += n
+            g, members = _grouped([key(r) for r in records])
+            if members:
                 graph.groups[kind], graph.members[kind] = g, members
+        # producer_links groups by API, else namespace: the same groups, each derived on its own
+        graph.apis, graph.api_members = _grouped([api_key(r) or r.namespace for r in records])
         index = {r.id: i for i, r in enumerate(records)}
         # one edge per (companion, kind): the kinds are weighted apart, so none may hide another
         links: dict[int, dict[tuple[int, str], float]] = defaultdict(dict)
-        for rel in list(producer_links(records)) + list(co_use):
+        for rel in co_use:
             a, b = index.get(rel.source), index.get(rel.target)
             if a is None or b is None or a == b:
                 continue  # a pair naming a tool the catalog no longer has
@@ -102,17 +98,52 @@ class RelationGraph:
                 for m in members.tolist():
                     if m != anchor:
                         yield m, kind, float(strength)
+        if len(self.apis):
+            yield from self._producers(int(self.apis[anchor])).get(anchor, ())
         yield from self.links.get(anchor, ())
+
+    def _producers(self, api: int) -> dict[int, list[tuple[int, str, float]]]:
+        """The produces_for edges within one API group, by consumer (derived once)."""
+        got = self._produced.get(api)
+        if got is None:
+            members = self.api_members[api].tolist()
+            position = {self.records[m].id: m for m in members}
+            got = defaultdict(list)
+            for rel in producer_links([self.records[m] for m in members]):
+                got[position[rel.source]].append((position[rel.target], rel.kind, float(rel.strength)))
+            got = self._produced[api] = dict(got)
+        return got
 
     def counts(self) -> dict[str, int]:
         """How many directed relations of each kind (for `toolsift catalog relations`)."""
         out: dict[str, int] = defaultdict(int)
         for kind, members in self.members.items():
             out[kind] += sum(len(m) * (len(m) - 1) for m in members if 1 < len(m) <= MAX_GROUP)
+        for api in range(len(self.api_members)):
+            for targets in self._producers(api).values():
+                out["produces_for"] += len(targets)
         for targets in self.links.values():
             for _, kind, _ in targets:
                 out[kind] += 1
         return dict(out)
+
+
+def _grouped(keys: Sequence[str | None]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Group id per position (-1: no key) and the positions of each group, in position order."""
+    ids: dict[str, int] = {}
+    g = np.full(len(keys), -1, dtype=np.int64)
+    for i, k in enumerate(keys):
+        if k is not None:
+            g[i] = ids.setdefault(k, len(ids))
+    members: list[np.ndarray] = []
+    if ids:
+        order = np.argsort(g, kind="stable")
+        counts = np.bincount(g[g >= 0], minlength=len(ids))
+        start = int((g < 0).sum())
+        for n in counts:
+            members.append(order[start:start + n])
+            start += n
+    return g, members
 
 
 def stored_co_use(location: object, warnings: list[str]) -> list[Relation]:
