@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from .names import openai_name
@@ -43,9 +44,11 @@ class ApiRecord:
     source_format: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
-        """sha256 over everything that describes the API (not over the id)."""
+        """sha256 over everything that describes the API (not over the id). Computed once per
+        record (records are never changed in place: a changed API is a new record); an index
+        build asked for it ~6 times per record, 1.8 s of a 20k-tool build."""
         meta = {k: v for k, v in self.metadata.items() if k not in POSITIONAL_METADATA}
         payload = canonical_json([self.namespace, self.name, self.description, self.parameters,
                                   self.call, self.source_format, meta])

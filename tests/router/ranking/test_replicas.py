@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import httpx
 import pytest
