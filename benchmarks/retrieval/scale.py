@@ -340,7 +340,7 @@ def write_scale_report(results: dict[str, Any], out: Path) -> None:
             "so far.", "",
             md_table(["tools", "method", "encoder", "index", "ANN recall@10", "p50 ms", "p95 ms", "CPU ms p50", "load",
                       "build s", "peak heap MB", "max RSS MB"], rows), "",
-            "CPU ms p50 = the median CPU time of the querying thread per query (`time.thread_time`); load = the "
+            "CPU ms p50 = the median CPU time of the process per query (`time.process_time`); load = the "
             "1-min load average right after the size's queries, on 2 cores.", "", *_targets_report(results)]
     errs = {s: v["error"] for s, v in results["sizes"].items() if "error" in v}
     if errs:

@@ -126,10 +126,22 @@ AGENT_WORDS = (40, 60)    # an agent's request: several sentences (StableToolBen
 
 
 def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
-    """Hybrid and dense route latency (wall p50/p95, CPU of the routing thread) for short and for
+    """Hybrid and dense route latency (wall p50/p95, CPU of the process) for short and for
     agent-length requests separately, with their words per request: a mix dominated by short
-    questions says nothing of what an agent's several-sentence request costs."""
+    questions says nothing of what an agent's several-sentence request costs. ``hybrid_one_thread``:
+    the same hybrid routes with the encoder's two-threaded session for long queries off (the
+    baseline it is measured against, router.encoders.onnx_encoder)."""
     from .scale import _latency
+
+    encoder = router.embedder.model
+    wide = getattr(encoder, "wide_queries", None)
+
+    def one_thread(q: str):
+        encoder.wide_queries = False
+        try:
+            return router.select(q, k=5, method="hybrid")
+        finally:
+            encoder.wide_queries = wide
 
     rng = np.random.default_rng(2)
     groups = {"short": [t for t in texts if len(t.split()) <= SHORT_WORDS],
@@ -145,6 +157,8 @@ def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
                      **{m: {k: round(v, 2) for k, v in _latency(lambda q, m=m: router.select(q, k=5, method=m),
                                                                  qs).items()}
                         for m in ("hybrid", "dense")}, "stages": stages(router, qs)}
+        if wide is not None:
+            out[name]["hybrid_one_thread"] = {k: round(v, 2) for k, v in _latency(one_thread, qs).items()}
     return out
 
 

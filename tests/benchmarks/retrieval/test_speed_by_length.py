@@ -45,3 +45,7 @@ def test_short_and_agent_requests_are_timed_apart_and_make_the_readme_row(tmp_pa
             f"{agent['mean_words']} on average): hybrid p50 {agent['hybrid']['p50']:.2f} ms wall, "
             f"{agent['hybrid']['cpu_p50']:.2f} ms CPU") in row
     assert f"on {os.cpu_count()} cores" in row
+    # the baseline of the wide encoder session, measured in the same run, is in the row
+    one = agent["hybrid_one_thread"]
+    assert one["p50"] > 0 and f"one encoder thread: {one['p50']:.2f} ms wall" in row
+    assert stb_router.embedder.model.wide_queries  # restored after the baseline
