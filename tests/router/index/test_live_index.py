@@ -2,6 +2,8 @@
 as a rebuild over the changed corpus, and the slotted dense index finds what a flat scan finds."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from apidb.loaders import load
@@ -30,7 +32,7 @@ def test_a_changed_bm25_scores_exactly_as_a_rebuild_and_as_bm25s():
     removed = {r.id for r in records[::7]}
     changed = {r.id: r.__class__(**{**r.__dict__, "description": r.description + " now with zebra stripes"})
                for r in records[3::11] if r.id not in removed}
-    added = [r.__class__(**{**r.__dict__, "id": r.id + "_copy", "name": r.name + " copy"}) for r in records[:25]]
+    added = [replace(r, id=r.id + "_copy", name=r.name + " copy") for r in records[:25]]
     for rid in removed:
         live.remove(rid)
     for r in list(changed.values()) + added:

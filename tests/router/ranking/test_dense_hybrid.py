@@ -1,6 +1,8 @@
 """Hybrid and dense routing with the real MiniLM model on small real catalogs."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from router import text as rtext
 from router import Router
 from router.encoders.dense import shared_cache
@@ -47,8 +49,7 @@ def test_from_records_reuses_cached_vectors(torchhub_records, emb_cache, hub_rou
     again = Router.from_records(torchhub_records, cache_dir=emb_cache)
     again.dense_index()
     assert again.embedder.docs_encoded == 0  # every vector came from the cache
-    changed = list(torchhub_records[:-1]) + [
-        torchhub_records[-1].__class__(**{**torchhub_records[-1].__dict__, "description": "A brand new model."})]
+    changed = list(torchhub_records[:-1]) + [replace(torchhub_records[-1], description="A brand new model.")]
     other = again.with_records(changed)
     other.dense_index()
     assert other.embedder.docs_encoded == 1
