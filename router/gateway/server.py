@@ -10,6 +10,7 @@ import socket
 from typing import Any, Protocol
 
 from ..http_guard import HEADER_TIMEOUT, header_guarded_protocol
+from ..stopping import terminate_cleanly
 from .errors import GatewayError
 from .names import qualified
 
@@ -204,6 +205,8 @@ async def serve_http(gateway: ServedGateway, host: str = "127.0.0.1", port: int 
                 app = KeyCheck(app, gateway.tenants)
             config = uvicorn.Config(app, host=host, port=port, log_level="warning",
                                     http=header_guarded_protocol(header_timeout))
-            await uvicorn.Server(config).serve(sockets=[sock])
+            server = uvicorn.Server(config)
+            with terminate_cleanly(server):
+                await server.serve(sockets=[sock])
     finally:
         sock.close()

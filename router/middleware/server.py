@@ -16,6 +16,7 @@ import socket
 from typing import Any
 
 from ..http_guard import HEADER_TIMEOUT, header_guarded_protocol
+from ..stopping import terminate_cleanly
 from .errors import MiddlewareError
 
 log = logging.getLogger("toolsift.proxy")
@@ -138,7 +139,8 @@ def serve(app: Any, sock: socket.socket | None = None, host: str = "127.0.0.1", 
 
     proxy.on_ready = freeze_when_ready
     try:
-        server.run(sockets=[sock])
+        with terminate_cleanly(server):
+            server.run(sockets=[sock])
     finally:
         sock.close()
     if proxy.load_error:
