@@ -91,7 +91,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         tool_search: str = TOOL_SEARCH_DEFAULT, header_timeout: float = 10.0) -> None:
     from apidb.catalog import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
-    from router.middleware.proxy import create_app
+    from router.middleware.app import create_app
     from router.middleware.server import bind, serve
     from router.middleware.upstream import Upstream
 

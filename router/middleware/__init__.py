@@ -14,7 +14,7 @@ from .checks import CallCheck, Exchange
 from .errors import HallucinatedCallError, MiddlewareError, RequestError, WireError
 from .openai_client import Annotation, wrap
 from .policy import CONTROL_TOOLS
-from .proxy import create_app
+from .app import create_app
 from .request import RequestRouter, RoutedRequest
 
 __all__ = ["Annotation", "CONTROL_TOOLS", "CallCheck", "Exchange", "HallucinatedCallError", "MiddlewareError",

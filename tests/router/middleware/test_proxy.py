@@ -13,7 +13,7 @@ import httpx
 import openai
 import pytest
 
-from router.middleware.proxy import create_app
+from router.middleware.app import create_app
 from tests.support.scripted_upstream import (ScriptedUpstream, call_first_tool, completion, error, garbage,
                                              offered_names, slow, tool_call)
 from tests.support.servers import ServerThread

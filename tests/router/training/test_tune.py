@@ -182,7 +182,7 @@ def test_proxy_routes_request_tools_with_the_tuned_model(hub):
     import openai
 
     from apidb.loaders.openai import records_from_openai_tools
-    from router.middleware.proxy import create_app
+    from router.middleware.app import create_app
     from router import Router
     from tests.support.scripted_upstream import ScriptedUpstream, completion, offered_names
     from tests.support.servers import ServerThread

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from router.middleware.proxy import create_app
+from router.middleware.app import create_app
 from tests.support.scripted_apis import agent_model
 from tests.support.scripted_upstream import ScriptedUpstream
 from tests.support.servers import ServerThread
