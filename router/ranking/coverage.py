@@ -15,8 +15,8 @@ aspects): the next tool maximizes
 
     (1 - lam) * rel(d) + lam * sum_p  w_p * rel_p(d) * prod_{s chosen} (1 - rel_p(s))
 
-where rel(d) is the fused score over the top one and w_p the part's share of the request's
-words. A part whose best tool is already chosen stops pulling its near-duplicates up, so the
+where rel(d) is the fused score over the top one and w_p = 1 / (number of parts): every part
+counts the same, however many words it has. A part whose best tool is already chosen stops pulling its near-duplicates up, so the
 next places go to the parts not yet served. ``lam`` = 0 gives the fused ranking unchanged.
 Single-part requests are never touched.
 
@@ -197,9 +197,3 @@ def cover(scores: np.ndarray, rel: np.ndarray, part_weights: np.ndarray, lam: fl
         left[pick] = False
         need *= 1 - rel[pick]
     return order
-
-
-def word_shares(query: str, spans: list[tuple[int, int]]) -> np.ndarray:
-    """Each part's share of the request's words (a longer part is usually a bigger sub-task)."""
-    counts = np.array([max(1, len(query[s:e].split())) for s, e in spans], dtype=np.float64)
-    return counts / counts.sum()
