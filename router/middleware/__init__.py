@@ -15,7 +15,8 @@ from .errors import HallucinatedCallError, MiddlewareError, RequestError, WireEr
 from .openai_client import Annotation, wrap
 from .policy import CONTROL_TOOLS
 from .app import create_app
-from .request import RequestRouter, RoutedRequest
+from .request import RequestRouter
+from .routed import RoutedRequest
 
 __all__ = ["Annotation", "CONTROL_TOOLS", "CallCheck", "Exchange", "HallucinatedCallError", "MiddlewareError",
            "RequestError", "RequestRouter", "RoutedRequest", "WireError", "create_app", "wrap"]

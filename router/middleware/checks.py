@@ -18,7 +18,8 @@ from checker.calls import check_calls
 from checker.messages import call_defects, defect_text, nearest_text
 
 from .errors import RequestError
-from .request import MAX_TOOLS, RequestRouter, RoutedRequest, as_dict, capped_json, tool_name
+from .request import MAX_TOOLS, RequestRouter, tool_name
+from .routed import RoutedRequest, as_dict, capped_json
 from .request_body import ToolList
 
 

@@ -21,7 +21,7 @@ import hashlib
 import json
 from typing import Any, Hashable, Iterable, Sequence
 
-from .request import as_dict
+from .routed import as_dict
 from .tool_cache import LRU
 
 __all__ = ["Conversations", "TenantConversations", "thread_key"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from .checks import CONVERSATION, HELD, Api, CallCheck, repair_turn
 from .conversations import thread_key
-from .request import RoutedRequest, as_dict, without_tools
+from .routed import RoutedRequest, as_dict, without_tools
 
 
 def _is_custom(tool: Any) -> bool:

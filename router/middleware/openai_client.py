@@ -20,7 +20,8 @@ from typing import Any
 
 from .checks import CLIENT_MODES, CallCheck, Exchange, StreamAssembler, check_mode
 from .errors import HallucinatedCallError
-from .request import RequestRouter, as_dict
+from .request import RequestRouter
+from .routed import as_dict
 
 
 _OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")

@@ -43,7 +43,8 @@ from .errors import MiddlewareError, RequestError, WireError
 from .messages import MESSAGES
 from .metrics import Metrics
 from .policy import in_api_words
-from .request import RequestRouter, unrouted_header
+from .request import RequestRouter
+from .routed import unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
 from .conversations import Conversations

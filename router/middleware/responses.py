@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from .checks import CONVERSATION, HELD, UNROUTABLE, Api, CallCheck, repair_turn
-from .request import RoutedRequest, as_dict, without_tools
+from .routed import RoutedRequest, as_dict, without_tools
 
 _TERMINAL = ("response.completed", "response.failed", "response.incomplete")
 

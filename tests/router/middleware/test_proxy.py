@@ -383,7 +383,8 @@ def test_cli_rejects_bad_options(tmp_path):
 
 
 def test_headers_are_size_capped_valid_json_and_requests_validated():
-    from router.middleware.request import HEADER_LIMIT, RequestError, RequestRouter, capped_json
+    from router.middleware.request import RequestError, RequestRouter
+    from router.middleware.routed import HEADER_LIMIT, capped_json
 
     items = [{"name": f"tool_{i:03d}_" + "x" * 50, "reason": "ranked", "score": 0.5} for i in range(128)]
     text = capped_json(items, lambda s: s["name"])
