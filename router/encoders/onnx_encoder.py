@@ -130,16 +130,17 @@ class OnnxEncoder:
     A single-threaded session: a batch of texts runs one text per core in parallel, and a short
     query is too small to split across threads. A long query (``WIDE_QUERY_TOKENS`` word pieces
     or more: an agent's request of several sentences) runs on a second, two-threaded session
-    when a core is idle (``idle_cores``): the encoder is ~70 % of such a route, and two threads
-    that spin between operators cut its wall time by about a third on an idle machine (56 word
-    pieces: 5.3 → 3.4 ms, ~1.3x the CPU). On busy cores the single thread is cheaper and no
-    slower, so the wide session is skipped there; ``wide_queries=False`` turns it off.
+    when a core is idle (``idle_cores``): the encoder is most of such a route, and two threads
+    that spin between operators cut its wall time (agent-length routes at 20k tools, p50 8.20 →
+    7.15 ms wall for 8.20 → 10.66 ms CPU: `toolsift bench router --speed-only`, docs/encoder.md).
+    On busy cores the single thread is cheaper and no slower, so the wide session is skipped
+    there; ``wide_queries=False`` (or the environment's ``TOOLSIFT_QUERY_THREADS=1``) turns it off.
     """
 
     WIDE_QUERY_TOKENS = 32
 
     def __init__(self, model_dir: str | os.PathLike[str], onnx_path: str | os.PathLike[str],
-                 threads: int | None = None, wide_queries: bool = True) -> None:
+                 threads: int | None = None, wide_queries: bool | None = None) -> None:
         cfg = folder_config(model_dir)
         self.model_dir, self.path = str(model_dir), Path(onnx_path)
         self.max_seq_length = cfg["max_seq_length"]
@@ -148,6 +149,8 @@ class OnnxEncoder:
         self._query = _session(self.path, 1)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         self._threads = threads or cores  # texts encoded at once by encode()
+        if wide_queries is None:  # a service on cores it shares may want one thread per query always
+            wide_queries = os.environ.get("TOOLSIFT_QUERY_THREADS", "").strip() != "1"
         self._cores, self.wide_queries = cores, wide_queries
         self._wide = None  # the two-threaded query session, made on the first long query
         self._inputs = [i.name for i in self._query.get_inputs()]

@@ -74,3 +74,5 @@ def test_a_long_query_runs_two_threads_when_a_core_is_idle_with_the_same_vector(
     spans = [(0, 95), (96, 200)]
     np.testing.assert_array_equal(wide.encode_with_spans(long_request, spans),
                                   narrow.encode_with_spans(long_request, spans))
+    monkeypatch.setenv("TOOLSIFT_QUERY_THREADS", "1")  # a service that wants one thread per query
+    assert not onnx_encoder.OnnxEncoder(SHIPPED_DIR, shipped_graph()).wide_queries
