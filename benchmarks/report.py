@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 _LABELS = {"recall@1": "R@1", "recall@5": "R@5", "recall@10": "R@10", "ndcg@5": "nDCG@5",
-           "ndcg@10": "nDCG@10", "mrr": "MRR", "hit_rate@1": "domain hit@1", "hit_rate@5": "domain hit@5"}
+           "ndcg@10": "nDCG@10", "mrr": "MRR", "hit_rate@1": "domain hit@1", "hit_rate@5": "domain hit@5",
+           "all_gold@5": "all gold @5", "all_gold@10": "all gold @10"}
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -65,6 +66,7 @@ def write_report(results: dict[str, Any], out: Path, plots: bool = True) -> None
               "(Python and numpy allocations; torch and faiss internals are not traced). Tokens: cl100k tokens of "
               "the top-5 tools' OpenAI schemas, mean per query, vs all tools of the corpus.", ""]
     parts += _headline(results, methods)
+    parts += _multi_tool_headline(results, methods)
     for name, d in results["datasets"].items():
         parts += _dataset_section(name, d, methods, results)
     (out / "report.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
@@ -96,6 +98,43 @@ def _headline(results: dict[str, Any], methods: list[str]) -> list[str]:
     return out
 
 
+def _multi_tool_headline(results: dict[str, Any], methods: list[str]) -> list[str]:
+    """All gold @10 / nDCG@5 of the multi-tool requests of each dataset that has them."""
+    rows = []
+    for name, d in results["datasets"].items():
+        groups = {m: d["methods"][m].get("by_gold_count", {}) for m in methods if m in d["methods"]}
+        multi = {m: g["multi-tool"] for m, g in groups.items() if "multi-tool" in g}
+        if not multi:
+            continue
+        n = next(iter(multi.values()))["queries"]
+        ag = bold_best({m: v["all_gold@10"] for m, v in multi.items()}, exclude=["oracle"])
+        nd = bold_best({m: v["ndcg@5"] for m, v in multi.items()}, exclude=["oracle"])
+        rows.append([f"{name} ({n} multi-tool q)"] + [f"{ag[m]} / {nd[m]}" if m in multi else "–" for m in methods])
+    if not rows:
+        return []
+    return ["## Multi-tool requests: all gold @10 / nDCG@5", "",
+            "Requests with several gold tools only (each dataset's section also gives its single-tool "
+            "requests apart): all gold @10 = the share of them whose every gold tool is in the top 10.", "",
+            md_table(["dataset"] + methods, rows), ""]
+
+
+def _gold_count_table(d: dict[str, Any], ms: list[str]) -> list[str]:
+    """Single-tool and multi-tool requests apart (benchmarks/retrieval/completeness.py)."""
+    groups = [g for g in ("single-tool", "multi-tool")
+              if any(g in d["methods"][m].get("by_gold_count", {}) for m in ms)]
+    if "multi-tool" not in groups:
+        return []
+    keys = ("ndcg@5", "all_gold@5", "all_gold@10")
+    header = ["method"] + [f"{g} {_LABELS.get(k, k)}" for g in groups for k in keys]
+    cols = {(g, k): bold_best({m: d["methods"][m]["by_gold_count"][g][k] for m in ms
+                               if g in d["methods"][m].get("by_gold_count", {})}, exclude=["oracle"])
+            for g in groups for k in keys}
+    rows = [[f"`{m}`"] + [cols[(g, k)].get(m, "–") for g in groups for k in keys] for m in ms]
+    first = next(d["methods"][m]["by_gold_count"] for m in ms if "multi-tool" in d["methods"][m].get("by_gold_count", {}))
+    counts = ", ".join(f"{first[g]['queries']} {g}" for g in groups if g in first)
+    return [f"Single-tool and multi-tool requests apart ({counts}):", "", md_table(header, rows), ""]
+
+
 def _dataset_section(name: str, d: dict[str, Any], methods: list[str], results: dict[str, Any]) -> list[str]:
     ms = [m for m in methods if m in d["methods"]]
     metric_keys = list(results["metrics"])
@@ -125,6 +164,7 @@ def _dataset_section(name: str, d: dict[str, Any], methods: list[str], results: 
     out = [f"## {name}", "", f"{sampled}, {tools} (all tools' schemas: {all_tokens} tokens), "
            f"{d['mean_relevant']:.2f} gold tools per query.", ""]
     out += [f"- {n}" for n in d["notes"]] + ["", md_table(header, rows), ""]
+    out += _gold_count_table(d, ms)
     sig = d.get("significance") or {}
     if sig.get("pairs"):
         keys = list(next(iter(sig["pairs"].values())))

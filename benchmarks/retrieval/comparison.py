@@ -23,6 +23,7 @@ import numpy as np
 
 from ..data.datasets import DATASETS, Dataset, Query, available, load_dataset
 from ..errors import DatasetError, MethodError
+from .completeness import by_gold_count
 from .methods import (DEFAULT_METHODS, METHODS, MethodSpec, Oracle, RankBM25, RouterSearch,
                       build_router, default_fusion, one_torch_thread, router_class)
 
@@ -193,6 +194,8 @@ def evaluate_dataset(ds: Dataset, methods: list[MethodSpec], max_queries: int | 
         scores = evaluate(qrels, runs[spec.name], METRICS + curve_metrics)  # every query is in the run
         stats["metrics"] = {m: float(scores[m]) for m in METRICS}
         stats["recall_curve"] = [float(scores[m]) for m in curve_metrics]
+        if any(len(q.relevant) > 1 for q in queries):  # multi-tool requests: reported apart (completeness.py)
+            stats["by_gold_count"] = by_gold_count(queries, run)
         if dom:
             ds_scores = evaluate(Qrels(dom), Run({q: run[q] for q in dom}), DOMAIN_METRICS)
             stats["domain_metrics"] = {m: float(ds_scores[m]) for m in DOMAIN_METRICS}

@@ -126,3 +126,28 @@ def test_scale_replicas_are_distinct_and_deterministic():
     out = scale.replica_vectors(vecs, origin, 7)
     assert np.allclose(out[:7], vecs) and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
     assert 0.95 < float(out[7] @ vecs[0]) < 1.0  # a replica sits close to its base tool
+
+
+def test_single_and_multi_tool_requests_are_reported_apart(lexical_run):
+    """Issue 38: requests with several gold tools get nDCG@5 and all gold @5/@10 of their own."""
+    from benchmarks.data.datasets import load_dataset
+    from benchmarks.retrieval.comparison import sample
+
+    res = json.loads((lexical_run / "results.json").read_text())
+    report = (lexical_run / "report.md").read_text()
+    assert "## Multi-tool requests: all gold @10 / nDCG@5" in report
+    kinds_seen = set()
+    for name, d in res["datasets"].items():
+        queries = sample(load_dataset(name).queries, 10)
+        n_multi = sum(len(q.relevant) > 1 for q in queries)
+        kinds = {"multi-tool": n_multi, "single-tool": len(queries) - n_multi}
+        kinds = {k: n for k, n in kinds.items() if n}
+        kinds_seen |= set(kinds)
+        for m in LEXICAL:
+            groups = d["methods"][m]["by_gold_count"]
+            assert {g: v["queries"] for g, v in groups.items()} == kinds, (name, m)
+            for g in groups.values():
+                assert 0 <= g["all_gold@5"] <= g["all_gold@10"] <= 1
+        assert d["methods"]["oracle"]["by_gold_count"]["multi-tool"]["all_gold@5"] == 1.0  # the gold is complete
+        assert f"{name} ({n_multi} multi-tool q)" in report
+    assert kinds_seen == {"single-tool", "multi-tool"}  # the sample holds both kinds
