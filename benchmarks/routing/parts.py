@@ -31,6 +31,7 @@ from router.ranking.coverage import RULES, clause_spans
 from ..data.halves import half_of
 from ..retrieval import targets as rt
 from ..report import md_table
+from . import part_choice
 from .common import _metrics, routers
 
 MULTI_FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench"]
@@ -197,6 +198,7 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
             "requests": {"today": _per_request(sets, ranked["today"], TODAY),
                          "new": _per_request(sets, ranked["all"], tuple(RULES))},
             "missing_gold": _missing_ranks(sets, rank.routers, ranked["today"]),
+            "part_tools": part_choice.measure(sets, rank.routers, MULTI_FILES),
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -246,6 +248,7 @@ def report_lines(res: dict[str, Any]) -> list[str]:
              *[f"{_f(today[n][k])} → {_f(new[n][k])} ({new[n][k] - today[n][k]:+.3f})"
                for k in ("ndcg@5", "all_gold@5", "all_gold@10")]] for n in today]
     lines += [md_table(["file", "requests", "nDCG@5 today → new", "all gold @5", "all gold @10"], rows), ""]
+    lines += part_choice.report_lines(p.get("part_tools", {}), MULTI_FILES)
     if p.get("probe"):
         pr = p["probe"]
         rows = [[short(n), *[f"{_f(pr[key][n]['all_gold@10'])} / {_f(pr[key][n]['ndcg@5'])}"

@@ -282,7 +282,12 @@ def _terms(s, compact: bool = False) -> str:
 def _why(s) -> str:
     """The reason column: a companion says whose (router.ranking.companions)."""
     of = getattr(s, "companion_of", None)
-    return s.reason if of is None else f"companion of {of.split('/', 1)[-1]}"
+    if of is not None:
+        return f"companion of {of.split('/', 1)[-1]}"
+    part = getattr(s, "part", None)
+    if part is not None:  # the words of the request it serves, as many as fit a table cell
+        return f"best for “{part if len(part) <= 40 else part[:39] + '…'}”"
+    return s.reason
 
 
 def _print_table(query: str, selections, tokens: bool = False, label: str = "") -> None:

@@ -172,9 +172,11 @@ class Embedder:
                                 show_progress_bar=False).astype(np.float32)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """(n, dim) query vectors: one pass per text on one thread (ONNX), one batch (torch)."""
+        """(n, dim) query vectors: one pass per text, texts on all cores at once (ONNX), one batch (torch)."""
         model = self.model
         if isinstance(model, OnnxEncoder):
+            if len(texts) > 1:  # one text per core at once; each alone in its run, so the same vectors
+                return model.encode(list(texts))
             return np.vstack([model.encode_query(t) for t in texts]).astype(np.float32)
         enc = model.encode(list(texts), convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(enc, dtype=np.float32)

@@ -91,6 +91,10 @@ class RouterConfig:
     companion_co_use: float = 0.6
     companion_anchors: int = 5
     companion_keep: int = 5
+    # Each part of a multi-part request brings its best ``part_tools`` tools right after the first
+    # ``companion_keep`` places (router.ranking.part_tools; 0 = off). Chosen cross-fitted by
+    # `toolsift bench routing --only parts`.
+    part_tools: int = 0
 
     @property
     def companion_weights(self) -> dict[str, float]:

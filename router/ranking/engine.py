@@ -264,7 +264,7 @@ class Router:
         abstained = shaped.abstention is not None and shaped.abstention.abstained
         out = self._assemble(query, shaped.ranking, bm25_all, qvec, 0 if abstained and abstain == "empty"
                              else shaped.k, pins, min_score, token_budget, relative_cut, set(shaped.named),
-                             shaped.companions)
+                             shaped.companions, shaped.part_tools)
         out.abstention, out.parts = shaped.abstention, shaped.parts
         out.adaptive_k = shaped.k if cut is not None else None
         return out
@@ -351,7 +351,8 @@ class Router:
     def _rank(self, query: str, method: str, allowed: np.ndarray | None, depth: int,
               split: bool) -> tuple[Ranking, np.ndarray, np.ndarray | None, Parts | None]:
         parts = split_query(query) if split else [query]
-        clauses = clause_spans(query, rules=self.config.clause_rules) if self.config.coverage > 0 else []
+        clauses = clause_spans(query, rules=self.config.clause_rules) \
+            if self.config.coverage > 0 or self.config.part_tools > 0 else []
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
@@ -390,20 +391,23 @@ class Router:
     def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
                   k: int, pins: list[int], min_score: float | None, budget: int | None,
                   relative_cut: float | None = None, named: set[int] = frozenset(),
-                  companions: dict[int, Companion] | None = None) -> SelectionList:
+                  companions: dict[int, Companion] | None = None,
+                  part_tools: dict[int, str] | None = None) -> SelectionList:
         # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
         fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
         chosen, report = admit(ranking.docs.tolist(), fused, k, pins, min_score, budget,
                                lambda d: self._tokens_of(self.records[d]), lambda d: self.records[d], relative_cut)
-        companions = companions or {}
+        companions, part_tools = companions or {}, part_tools or {}
         chosen = [(d, "named" if d in named and why == "ranked" else
-                   "companion" if d in companions and why == "ranked" else why) for d, why in chosen]
-        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None, companions),
-                             report)
+                   "companion" if d in companions and why == "ranked" else
+                   "part" if d in part_tools and why == "ranked" else why) for d, why in chosen]
+        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None, companions,
+                                           part_tools), report)
 
     def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
                  bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False,
-                 companions: dict[int, Companion] | None = None) -> list[Selection]:
+                 companions: dict[int, Companion] | None = None,
+                 part_tools: dict[int, str] | None = None) -> list[Selection]:
         stems = cache(lambda: explain.content_words(query))  # the query's words, stemmed once if read
         docs = np.array([d for d, _ in chosen], dtype=np.int64)
         dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
@@ -417,7 +421,8 @@ class Router:
             out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
                                  bm25_score=float(bm25_all[d]), dense_score=None if dense is None else float(dense[pos]),
                                  reason=reason, tokens=self._tokens_of(rec) if with_tokens else None,
-                                 explainer=hits, **_companion_fields(self.records, reason, (companions or {}).get(d))))
+                                 explainer=hits, **_companion_fields(self.records, reason, (companions or {}).get(d)),
+                                 **({"part": part_tools[d]} if reason == "part" and part_tools else {})))
         return out
 
     def _matched(self, stems: Callable[[], dict[str, str]], d: int) -> dict[str, list[str]]:

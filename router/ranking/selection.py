@@ -37,7 +37,8 @@ class Selection:
     """One selected tool and why: fused score and rank, BM25 score and matched terms (the query's
     content words found in the tool's text, each with the fields it was found in), dense cosine
     similarity, the reason ("ranked", "pinned", "named", "companion": raised by a relation to
-    ``companion_of`` (router.ranking.companions), or "substitute": below the top k, admitted in place
+    ``companion_of`` (router.ranking.companions), "part": the best tool of one ``part`` of a multi-part
+    request (router.ranking.part_tools), or "substitute": below the top k, admitted in place
     of a tool the token budget dropped), when a budget was applied, its schema's tokens, and a note
     when its scores are partial (a live catalog's record not embedded yet: BM25 only).
     The matched terms and fields are found when first read (``explainer``; see _Explained)."""
@@ -57,6 +58,8 @@ class Selection:
     # reason "companion": the selected tool whose relation (apidb.relations kind) brought this one
     companion_of: str | None = None
     relation: str | None = None
+    # reason "part": the part of a multi-part request this tool is the best of (router.ranking.part_tools)
+    part: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         r = self.record
@@ -75,6 +78,8 @@ class Selection:
             out["note"] = self.note
         if self.companion_of is not None:
             out["companion_of"], out["relation"] = self.companion_of, self.relation
+        if self.part is not None:
+            out["part"] = self.part
         return out
 
 

@@ -8,6 +8,7 @@ Order, and why:
 2. tools the query names go to the top (router.ranking.exact_names), above anything coverage chose;
 2b. the companions the first tools' relations make likely rise (router.ranking.companions), below
    the first places, so that a multi-step request gets the rest of its set;
+2c. each part's own best tool takes the places right after the first ones (router.ranking.part_tools);
 3. the abstention decision reads the raw evidence (not the min-max normalized scores, whose top
    is always 1): no named tool and weak evidence → abstain;
 4. adaptive k picks how many of the ranked tools are candidates for admission (router.ranking.budget
@@ -27,6 +28,7 @@ from .adaptive_k import AdaptiveK
 from .companions import Companion, complete
 from .coverage import cover, part_relevance
 from .fusion import Ranking
+from .part_tools import bring_part_tools
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Shaped:
     abstention: Abstention | None = None
     parts: int = 1
     companions: dict[int, Companion] = field(default_factory=dict)
+    part_tools: dict[int, str] = field(default_factory=dict)  # a part's best tool -> the part (its text)
 
 
 def part_signals(router: Any, query: str, spans: list[tuple[int, int]], method: str,
@@ -115,6 +118,12 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
     if any(w > 0 for w in weights.values()) and len(ranking) > 1:
         ranking, companions = complete(ranking, router.relation_graph(), weights, anchors=c.companion_anchors,
                                        keep=c.companion_keep, allowed=allowed, fixed=named)
+    part_tools: dict[int, str] = {}
+    if c.part_tools > 0 and parts is not None:
+        keep = max(c.companion_keep, len(named))
+        ranking, part_tools = bring_part_tools(router, ranking, parts, query, method, allowed,
+                                               per_part=c.part_tools, keep=keep)
+        companions = {d: why for d, why in companions.items() if d not in part_tools}
     abstention = None
     if abstain_below is not None and not named and method != "bm25" and qvec is not None:
         vecs = qvec.reshape(1, -1) if parts is None or parts.vectors is None else \
@@ -128,4 +137,4 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
                       for d, sc in zip(ranking.docs[:k].tolist(), ranking.scores[:k].tolist())])
         n = adaptive.cut(s, k)
     return Shaped(ranking, n, named, strengths, abstention, 1 if parts is None else max(1, len(parts.spans)),
-                  companions)
+                  companions, part_tools)

@@ -1,0 +1,79 @@
+"""Each part's own best tool (router.ranking.part_tools): does it pay, and how many per part?
+
+Part of `toolsift bench routing --only parts`, on the same files and requests as the split
+measurement (benchmarks/routing/parts.py): with the router's defaults otherwise, ``part_tools`` in
+GRID is scored per half; each half's choice maximizes the mean all-gold@10 of the multi-tool files,
+admissible only when no file loses more than 0.005 nDCG@5 on that half, and 0 (off) is kept unless
+beaten by more than 0.001. Each half is then ranked with the *other* half's choice (cross-fitting),
+so no figure comes from a setting chosen on the requests it scores.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from router import RouterConfig
+
+from ..data.halves import half_of
+from ..report import md_table
+from ..retrieval import targets as rt
+from .common import _metrics
+
+GRID = (0, 1, 2)
+MAX_DROP = 0.005
+
+
+def _scores(sets: dict, ranked: dict, half: str | None) -> dict[str, dict[str, float]]:
+    out = {}
+    for n, d in sets.items():
+        qs = [q for q in d.queries if half is None or half_of(q.id, n) == half]
+        if qs:
+            out[n] = _metrics(qs, {q.id: ranked[n][q.id] for q in qs})
+    return out
+
+
+def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]:
+    """Rankings per setting, the cross-fitted choice, and today vs cross-fitted rows."""
+    ranked = {}
+    for n_tools in GRID:
+        ranked[n_tools] = {n: {q.id: [s.record.id for s in rt.router_for(routers, n).configured(part_tools=n_tools)
+                                      .select(q.text, k=10, adaptive=False)] for q in d.queries}
+                           for n, d in sets.items()}
+    scored = {t: {h: _scores(sets, ranked[t], h) for h in ("dev", "test")} for t in GRID}
+    multi = [n for n in multi_files if n in sets]
+
+    def objective(t: int, half: str) -> float:
+        return statistics.mean(scored[t][half][n]["all_gold@10"] for n in multi if n in scored[t][half])
+
+    def admissible(t: int, half: str) -> bool:
+        return all(scored[t][half][n]["ndcg@5"] >= scored[0][half][n]["ndcg@5"] - MAX_DROP for n in scored[0][half])
+
+    chosen = {}
+    for half in ("dev", "test"):
+        best = max((t for t in GRID if admissible(t, half)), key=lambda t: objective(t, half))
+        chosen[half] = best if objective(best, half) > objective(0, half) + rt.KEEP_DEFAULT_MARGIN else 0
+    crossed: dict[str, dict[str, list[str]]] = {n: {} for n in sets}
+    for n, d in sets.items():
+        for q in d.queries:
+            other = "test" if half_of(q.id, n) == "dev" else "dev"
+            crossed[n][q.id] = ranked[chosen[other]][n][q.id]
+    return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
+            "objective": {str(t): {h: objective(t, h) for h in ("dev", "test")} for t in GRID},
+            "rows": {"off": _scores(sets, ranked[0], None), "cross-fitted": _scores(sets, crossed, None)}}
+
+
+def report_lines(pt: dict[str, Any], multi_files: list[str]) -> list[str]:
+    if not pt:
+        return []
+    short = lambda n: n.removeprefix("stabletoolbench_").removeprefix("apibench_")  # noqa: E731
+    off, new = pt["rows"]["off"], pt["rows"]["cross-fitted"]
+    rows = [[short(n), "multi" if n in multi_files else "single",
+             *[f"{off[n][k]:.3f} → {new[n][k]:.3f} ({new[n][k] - off[n][k]:+.3f})"
+               for k in ("ndcg@5", "all_gold@5", "all_gold@10")]] for n in off]
+    return ["### Each part's own best tool (router.ranking.part_tools)", "",
+            f"`part_tools` (each part's best tools placed after the first {RouterConfig().companion_keep}) chosen "
+            f"from {pt['grid']} on one half, scored on the other (objective: mean all-gold@10 of the multi-tool "
+            f"files; admissible when no file loses more than {MAX_DROP} nDCG@5; off kept unless beaten by more than "
+            f"0.001). Chosen on dev: **{pt['chosen']['dev']}**, on test: **{pt['chosen']['test']}**; the router's "
+            f"default (`RouterConfig.part_tools`): **{pt['shipped']}**. Off → cross-fitted, fixed k = 10:", "",
+            md_table(["file", "requests", "nDCG@5", "all gold @5", "all gold @10"], rows), ""]
