@@ -277,16 +277,58 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]]) -> tuple
     new_sent: dict[int, tuple[int, int, float]] = {}
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
         pick = chosen[_other(half)]
-        part = requests(sets, by_half[_other(half)], half)
+        part = cases(sets, by_half[_other(half)], half)  # with its top POOL, for `misses`
         for store, setting in ((today_ranked, None), (new_ranked, _setting(pick["weights"], pick["keep"]))):
             ranked, sent = _routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
         scored += part
-    tables = {"chosen": chosen, "shipped": chosen["dev"], "today": _scores(scored, today_ranked),
+    tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen),
+              "today": _scores(scored, today_ranked),
               "new": _scores(scored, new_ranked), "cost": {"today": _costs(scored, today_sent),
                                                            "new": _costs(scored, new_sent)}}
     return tables, scored, today_ranked, pooled
+
+
+def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str, dict[str, Any]]) -> dict[str, dict]:
+    """Per multi-tool file: where the gold tools still missing from the top 10 are, once the scored
+    half's companions (the other half's choice) re-ranked its top ``POOL``: below 10 or outside the
+    pool; related to one of the first tools (the anchors) and how; of the same API or category as a
+    gold tool that made the top 10; and whether the request spells out the tool's API name."""
+    import re
+
+    from apidb.relations import api_key, category_key
+    from router.index.scores import Ranking
+    from router.ranking.companions import complete
+
+    out: dict[str, dict] = {}
+    for c in cs:
+        if not c.multi:
+            continue
+        pick, graph, recs = chosen[_other(c.half)], graphs[(corpus(c.file), c.half)], c.router.records
+        anchors = c.router.config.companion_anchors
+        new, _ = complete(Ranking(np.array(c.docs, dtype=np.int64), np.array(c.scores, dtype=np.float64)), graph,
+                          pick["weights"], anchors=anchors, keep=pick["keep"])
+        top = new.docs.tolist()
+        gold = [c.router._index[g] for g in sorted(c.q.relevant) if g in c.router._index]
+        found = [g for g in gold if g in top[:10]]
+        row = out.setdefault(c.file, {"requests": 0, "incomplete": 0, "missing": 0})
+        row["requests"] += 1
+        row["incomplete"] += len(found) < len(gold)
+        words = set(re.findall(r"[a-z0-9]+", c.q.text.lower()))
+        for g in set(gold) - set(found):
+            kinds = sorted({kind for a in top[:anchors] for t, kind, _ in graph.related(a) if t == g})
+            api = (recs[g].metadata or {}).get("tool_name") or (recs[g].metadata or {}).get("server")
+            facts = ["missing", "ranked 11-60" if g in top else "outside the top 60",
+                     *(f"related to an anchor: {k}" for k in kinds or ["none"]),
+                     "same API as a found gold tool" if any(api_key(recs[f]) == api_key(recs[g]) for f in found)
+                     else "same category as a found gold tool"
+                     if any(category_key(recs[f]) == category_key(recs[g]) for f in found) else "",
+                     "the request spells out its API's name"
+                     if api and set(re.findall(r"[a-z0-9]+", str(api).lower())) <= words else ""]
+            for fact in filter(None, facts):
+                row[fact] = row.get(fact, 0) + 1
+    return out
 
 
 General = tuple[dict[str, dict[str, Any]], dict[str, Any]]

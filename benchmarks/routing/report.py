@@ -196,6 +196,18 @@ def _cross_fit_table(c: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _misses(m: dict[str, dict[str, int]]) -> list[str]:
+    facts = sorted({k for row in m.values() for k in row} - {"requests", "incomplete", "missing"})
+    lines = ["Where the general encoder's missing gold tools are (multi-tool requests, the scored half's top 60 "
+             "re-ranked offline by its companions; a tool counts once per fact, so the columns overlap):", "",
+             "| file | incomplete / requests | missing tools | " + " | ".join(facts) + " |",
+             "|---|---|---|" + "---|" * len(facts)]
+    for f, row in m.items():
+        lines.append(f"| {_short(f)} | {row['incomplete']} / {row['requests']} | {row['missing']} | "
+                     + " | ".join(str(row.get(k, 0)) for k in facts) + " |")
+    return lines
+
+
 def _companions(res: dict[str, Any]) -> list[str]:
     c = res.get("companions")
     if not c:
@@ -239,6 +251,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
                   "the general encoder with companions off. Chosen on dev: " + setting(g["chosen"]["dev"])
                   + "; on test: " + setting(g["chosen"]["test"]) + ".", "", *_cross_fit_table(g)]
+        if g.get("misses"):
+            lines += ["", *_misses(g["misses"])]
     return lines + [""]
 
 

@@ -99,6 +99,13 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert any(g["today"][k]["ndcg@5"] != c["today"][k]["ndcg@5"] for k in c["today"])
     for k, v in g["new"].items():
         assert v["n"] == c["new"][k]["n"] and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
+    # where the missing gold tools are: every one below 10 or outside the top 60, once
+    for f, row in g["misses"].items():
+        assert g["new"][f"{f}|multi"]["n"] == row["requests"] >= row["incomplete"]
+        assert row["missing"] >= row["incomplete"]
+        assert row.get("ranked 11-60", 0) + row.get("outside the top 60", 0) == row["missing"]
+    assert any(row["missing"] for row in g["misses"].values())
     report = (tmp_path / "report.md").read_text()
     assert "General encoder (the shipped default encoder), cross-fitted" in report
+    assert "Where the general encoder's missing gold tools are" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
