@@ -98,17 +98,14 @@ def training_pairs(half: str | None = None, per_dataset: int = PER_DATASET, seed
 def train(half: str | None = None, per_dataset: int = PER_DATASET, leave_out: str | None = None,
           only: tuple[str, ...] | None = None) -> tuple[str, dict[str, Any]]:
     """The tuned folder for this half (trained now unless cached by its spec), and its spec."""
-    from router.encoders.dense import default_cache_dir
     from router.encoders.model import BASE_MODEL
     from router.training.tune import tune
 
     config = recipe()
     records, examples, groups, counts = training_pairs(half, per_dataset, leave_out=leave_out, only=only)
-    spec = json.dumps([examples, groups, vars(config)], sort_keys=True)
-    key = hashlib.sha256(spec.encode()).hexdigest()[:12]
-    folder = default_cache_dir() / "general" / key
+    folder = _folder(examples, groups, config)
     info = {"half": half, "leave_out": leave_out, "pairs": len(examples), "trained_on": counts,
-            "records": len(records), "config": vars(config), "spec": key}
+            "records": len(records), "config": vars(config), "spec": folder.name}
     if not (folder / "config.json").is_file():
         which = f"all but {leave_out}" if leave_out else (f"the {half} half" if half else "every family")
         with _training_progress(f"training on {which}: {len(examples):,} pairs") as (on_start, on_step):
@@ -121,6 +118,22 @@ def train(half: str | None = None, per_dataset: int = PER_DATASET, leave_out: st
         saved = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
         info["seconds"], info["cached"] = saved.get("seconds"), True
     return str(folder), info
+
+
+def _folder(examples: list[tuple[str, str]], groups: list[str], config: Any) -> Path:
+    """Where the model of this training spec is cached (``<cache>/general/<sha of the spec>``)."""
+    from router.encoders.dense import default_cache_dir
+
+    spec = json.dumps([examples, groups, vars(config)], sort_keys=True)
+    return default_cache_dir() / "general" / hashlib.sha256(spec.encode()).hexdigest()[:12]
+
+
+def cached(half: str | None, per_dataset: int = PER_DATASET) -> str | None:
+    """The folder ``train(half, per_dataset)`` returns if an earlier run trained it, else None
+    (for the quick benchmarks, which must not start tens of minutes of training)."""
+    _, examples, groups, _ = training_pairs(half, per_dataset)
+    folder = _folder(examples, groups, recipe())
+    return str(folder) if (folder / "config.json").is_file() else None
 
 
 @contextmanager

@@ -31,8 +31,9 @@ def _metrics(queries, ranked: dict[str, list[str]]) -> dict[str, float]:
     return out
 
 
-def routers(sets: dict, model: str | None) -> dict:
-    """One router per corpus, query vectors cached (router_targets.QueryVectors), for ``model``."""
+def routers(sets: dict, model: str | None, config: Any = None) -> dict:
+    """One router per corpus, query vectors cached (router_targets.QueryVectors), for ``model``
+    (with ``config``, a RouterConfig, if given)."""
     from router import Router
 
     out = {}
@@ -40,7 +41,7 @@ def routers(sets: dict, model: str | None) -> dict:
         key = "stabletoolbench" if name.startswith("stabletoolbench") else name
         if key in out:
             continue
-        r = Router(d.records, model=model or BASE_MODEL)
+        r = Router(d.records, model=model or BASE_MODEL, config=config)
         r.encode_queries = rt.QueryVectors(r)
         r.encode_query_sentences = r.encode_queries.sentences
         r.dense_index()

@@ -15,6 +15,12 @@ BFCL live multiple). A file's requests are split by their number of gold tools.
   nDCG@5 on the choosing half by more than 0.005 is never chosen.
 - **leave-one-family-out**: the setting is chosen on every other family (both halves) and scores
   the left-out family with no co-use of its own (a new catalog: only what its records say).
+- **general encoder, cross-fitted**: the same choice and scoring with the shipped default encoder.
+  It trained on these requests, so half ``h``'s weights are chosen with the model trained on ``h``
+  alone (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
+  rank-64 form, at its own fusion depth) and that model and those weights score the other half:
+  nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
+  companions off. (No leave-one-family-out here: that needs a model trained without each family.)
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
 tokens sent). The grid search itself re-ranks each request's top 60 with `complete` (the same stage
@@ -73,37 +79,58 @@ def _setting(weights: dict[str, float], keep: int) -> dict[str, Any]:
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
 
 
-class Case:
-    """One request: its file, half, gold set and today's top ``POOL`` (record indices, scores)."""
+HALVES = ("dev", "test")
 
-    def __init__(self, file: str, q: Any, half: str, docs: list[int], scores: list[float]) -> None:
-        self.file, self.q, self.half, self.docs, self.scores = file, q, half, docs, scores
+
+def _other(half: str) -> str:
+    return "test" if half == "dev" else "dev"
+
+
+def corpus(name: str) -> str:
+    """The catalog a file routes over (the four StableToolBench files share one)."""
+    return "stabletoolbench" if name.startswith("stabletoolbench") else name
+
+
+class Case:
+    """One request: its file, half, gold set, the router that ranks it and (for the grid) that
+    router's top ``POOL`` (record indices, scores)."""
+
+    def __init__(self, file: str, q: Any, half: str, router: Any, docs: list[int] | None = None,
+                 scores: list[float] | None = None) -> None:
+        self.file, self.q, self.half, self.router = file, q, half, router
+        self.docs, self.scores = docs or [], scores or []
         self.multi = len(q.relevant) > 1
 
 
-def cases(sets: dict[str, Any], rts: dict[str, Any]) -> list[Case]:
+def requests(sets: dict[str, Any], rts: dict[str, Any], half: str | None = None) -> list[Case]:
+    """The requests of ``half`` (None: both), each with its router from ``rts``, not ranked yet."""
     from ..data.halves import half_of
 
+    return [Case(name, q, half_of(q.id, name), rt.router_for(rts, name)) for name, d in sets.items()
+            for q in d.queries if half is None or half_of(q.id, name) == half]
+
+
+def cases(sets: dict[str, Any], rts: dict[str, Any], half: str | None = None) -> list[Case]:
+    """`requests`, each with its router's top ``POOL`` with companions off (what the grid re-ranks)."""
     out = []
-    for name, d in sets.items():
-        r = rt.router_for(rts, name).configured(**_off())
-        for q in d.queries:
-            sel = r.select(q.text, k=POOL, adaptive=False)
-            out.append(Case(name, q, half_of(q.id, name), [r._index[s.record.id] for s in sel],
-                            [s.score for s in sel]))
+    off: dict[int, Any] = {}
+    for c in requests(sets, rts, half):
+        r = off.setdefault(id(c.router), c.router.configured(**_off()))
+        sel = r.select(c.q.text, k=POOL, adaptive=False)
+        c.docs, c.scores = [r._index[s.record.id] for s in sel], [s.score for s in sel]
+        out.append(c)
     return out
 
 
-def learned(sets: dict[str, Any], rts: dict[str, Any], halves: set[str]) -> dict[int, list]:
-    """Co-use relations per catalog (keyed by router id) from the gold sets of ``halves``."""
+def learned(sets: dict[str, Any], halves: set[str]) -> dict[str, list]:
+    """Co-use relations per catalog (`corpus`) from the gold sets of ``halves``."""
     from ..data.halves import half_of
 
-    by_router: dict[int, list[set[str]]] = {}
+    golds: dict[str, list[set[str]]] = {}
     for name, d in sets.items():
-        key = id(rt.router_for(rts, name))
-        by_router.setdefault(key, []).extend(q.relevant for q in d.queries
-                                             if len(q.relevant) > 1 and half_of(q.id, name) in halves)
-    return {k: co_use_pairs(v) for k, v in by_router.items()}
+        golds.setdefault(corpus(name), []).extend(q.relevant for q in d.queries
+                                                  if len(q.relevant) > 1 and half_of(q.id, name) in halves)
+    return {k: co_use_pairs(v) for k, v in golds.items()}
 
 
 def _fast(cs: list[Case], ranked: dict[int, list[str]]) -> dict[str, dict[str, float]]:
@@ -135,16 +162,17 @@ def _scores(cs: list[Case], ranked: dict[int, list[str]]) -> dict[str, dict[str,
     return out
 
 
-def _offline(cs: list[Case], graphs: dict[tuple[int, str], Any], rts: dict,
-             weights: dict[str, float], keep: int) -> dict[int, list[str]]:
+def _offline(cs: list[Case], graphs: dict[tuple[str, str], Any], weights: dict[str, float],
+             keep: int) -> dict[int, list[str]]:
     from router.index.scores import Ranking
     from router.ranking.companions import complete
 
     out = {}
     for i, c in enumerate(cs):
-        r = rt.router_for(rts, c.file)
+        r = c.router
         ranking = Ranking(np.array(c.docs, dtype=np.int64), np.array(c.scores, dtype=np.float64))
-        new, _ = complete(ranking, graphs[(id(r), c.half)], weights, anchors=r.config.companion_anchors, keep=keep)
+        new, _ = complete(ranking, graphs[(corpus(c.file), c.half)], weights, anchors=r.config.companion_anchors,
+                          keep=keep)
         out[i] = [r.records[d].id for d in new.docs[:10].tolist()]
     return out
 
@@ -165,10 +193,10 @@ def _no_single_loss(s: dict[str, dict[str, float]], off: dict[str, float]) -> bo
     return all(now[k] >= v - MAX_SINGLE_DROP for k, v in off.items())
 
 
-def choose(cs: list[Case], graphs: dict, rts: dict) -> tuple[dict[str, float], int, float]:
+def choose(cs: list[Case], graphs: dict) -> tuple[dict[str, float], int, float]:
     """Coordinate ascent over the kind weights, for each number of kept places; the best objective
     (a setting is kept only if it beats the one before by more than 0.001, none if none beats off)."""
-    off = _fast(cs, _offline(cs, graphs, rts, {k: 0.0 for k in KINDS}, KEEPS[0]))
+    off = _fast(cs, _offline(cs, graphs, {k: 0.0 for k in KINDS}, KEEPS[0]))
     floor = single_ndcg(off)
     best = ({k: 0.0 for k in KINDS}, KEEPS[-1], objective(off))
     for keep in KEEPS:
@@ -178,7 +206,7 @@ def choose(cs: list[Case], graphs: dict, rts: dict) -> tuple[dict[str, float], i
                 trial = dict(w, **{kind: value})
                 if trial == w:
                     continue
-                s = _fast(cs, _offline(cs, graphs, rts, trial, keep))
+                s = _fast(cs, _offline(cs, graphs, trial, keep))
                 if objective(s) > cur + 0.001 and _no_single_loss(s, floor):
                     w, cur = trial, objective(s)
         if cur > best[2] + 0.001:
@@ -186,31 +214,29 @@ def choose(cs: list[Case], graphs: dict, rts: dict) -> tuple[dict[str, float], i
     return best
 
 
-def _graphs(sets: dict, rts: dict, co: dict[str, dict[int, list]]) -> dict[tuple[int, str], Any]:
-    """One relation graph per (catalog, scored half): the co-use learned for that half."""
+def _graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str], Any]:
+    """One relation graph per (catalog, half of the requests it ranks): the co-use learned for that half."""
     from router.ranking.companions import RelationGraph
 
     out = {}
-    for name in sets:
-        r = rt.router_for(rts, name)
-        for half in ("dev", "test"):
-            if (id(r), half) not in out:
-                out[(id(r), half)] = RelationGraph.build(r.records, co[half].get(id(r), []))
+    for name, d in sets.items():
+        for half in HALVES:
+            if (corpus(name), half) not in out:
+                out[(corpus(name), half)] = RelationGraph.build(d.records, co[half].get(corpus(name), []))
     return out
 
 
-def _routed(cs: list[Case], rts: dict, setting: dict[str, Any] | None,
-            co: dict[str, dict[int, list]]) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
+def _routed(cs: list[Case], setting: dict[str, Any] | None,
+            co: dict[str, dict[str, list]]) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
     """Per request, through `Router.select`: the top 10 (fixed k), and what the shipped adaptive k
     sends (tools, schema tokens, whether every gold tool is among them)."""
     ranked, sent = {}, {}
-    routers: dict[tuple[int, str], Any] = {}
+    routers: dict[tuple[int, str, str], Any] = {}
     for i, c in enumerate(cs):
-        base = rt.router_for(rts, c.file)
-        key = (id(base), c.half)
+        key = (id(c.router), corpus(c.file), c.half)
         if key not in routers:
-            r = base.configured(**(setting or _off()))
-            routers[key] = r.with_co_use(co[c.half].get(id(base), [])) if setting else r
+            r = c.router.configured(**(setting or _off()))
+            routers[key] = r.with_co_use(co[c.half].get(corpus(c.file), [])) if setting else r
         r = routers[key]
         ranked[i] = [s.record.id for s in r.select(c.q.text, k=10, adaptive=False)]
         adaptive = r.select(c.q.text)
@@ -227,51 +253,150 @@ def _costs(cs: list[Case], sent: dict[int, tuple[int, int, float]]) -> dict[str,
                 "all_gold_sent": float(np.mean([g for _, _, g in v]))} for k, v in groups.items()}
 
 
-def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool) -> dict[str, Any]:
-    """The cross-fitted and leave-one-family-out tables (module doc)."""
-    sets = {n: d for n, d in sets.items() if n in (QUICK_FILES if quick else FILES)}
-    cs = cases(sets, rts)
-    print(f"  {len(cs)} requests routed once (top {POOL})", flush=True)
-    co = {h: learned(sets, rts, {"test" if h == "dev" else "dev"}) for h in ("dev", "test")}
-    graphs = _graphs(sets, rts, co)
-    chosen = {}
-    for half in ("dev", "test"):  # chosen on `half`, scores the other
-        w, keep, obj = choose([c for c in cs if c.half == half], graphs, rts)
+def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], list[Case], dict,
+                                                                                 list[Case]]:
+    """Weights chosen on each half, the other half scored. ``by_half[h]``: the routers (one per
+    catalog) that rank half ``h`` for the choice and then score the other half; the same routers
+    for both halves with the base model, the model trained on ``h`` with the general encoder's
+    half models, so no request is scored by a model or weights that saw it. Returns the tables,
+    the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``)."""
+    co = {h: learned(sets, {_other(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
+    graphs = _graphs(sets, co)
+    chosen, pooled = {}, []
+    for half in HALVES:
+        pool = cases(sets, by_half[half], half)
+        pooled += pool
+        print(f"  {len(pool)} requests of the {half} half routed once (top {POOL})", flush=True)
+        w, keep, obj = choose(pool, graphs)
         chosen[half] = {"weights": w, "keep": keep, "objective": round(obj, 4)}
         print(f"  chosen on {half}: {w}, keep {keep} (objective {obj:.4f})", flush=True)
-    today_ranked, today_sent = _routed(cs, rts, None, co)
+    scored: list[Case] = []
+    today_ranked: dict[int, list[str]] = {}
     new_ranked: dict[int, list[str]] = {}
+    today_sent: dict[int, tuple[int, int, float]] = {}
     new_sent: dict[int, tuple[int, int, float]] = {}
-    for half in ("dev", "test"):
-        pick = chosen["test" if half == "dev" else "dev"]
-        idx = [i for i, c in enumerate(cs) if c.half == half]
-        ranked, sent = _routed([cs[i] for i in idx], rts, _setting(pick["weights"], pick["keep"]), co)
-        new_ranked.update({idx[j]: v for j, v in ranked.items()})
-        new_sent.update({idx[j]: v for j, v in sent.items()})
-    lofo = {} if quick else leave_one_family_out(cs, sets, rts, today_ranked)
-    return {"files": list(sets), "chosen": chosen, "shipped": chosen["dev"],
-            "today": _scores(cs, today_ranked), "new": _scores(cs, new_ranked),
-            "cost": {"today": _costs(cs, today_sent), "new": _costs(cs, new_sent)}, "lofo": lofo}
+    for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
+        pick = chosen[_other(half)]
+        part = cases(sets, by_half[_other(half)], half)  # with its top POOL, for `misses`
+        for store, setting in ((today_ranked, None), (new_ranked, _setting(pick["weights"], pick["keep"]))):
+            ranked, sent = _routed(part, setting, co)
+            store.update({len(scored) + j: v for j, v in ranked.items()})
+            (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
+        scored += part
+    tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen),
+              "today": _scores(scored, today_ranked),
+              "new": _scores(scored, new_ranked), "cost": {"today": _costs(scored, today_sent),
+                                                           "new": _costs(scored, new_sent)}}
+    return tables, scored, today_ranked, pooled
 
 
-def leave_one_family_out(cs: list[Case], sets: dict, rts: dict, today: dict[int, list[str]]) -> dict[str, Any]:
-    """Per family: the setting chosen on every other family (with the co-use of their gold sets),
-    scoring this one from its records' relations alone."""
+def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str, dict[str, Any]]) -> dict[str, dict]:
+    """Per multi-tool file: where the gold tools still missing from the top 10 are, once the scored
+    half's companions (the other half's choice) re-ranked its top ``POOL``: below 10 or outside the
+    pool; related to one of the first tools (the anchors) and how; of the same API or category as a
+    gold tool that made the top 10; and whether the request spells out the tool's API name."""
+    import re
+
+    from apidb.relations import api_key, category_key
+    from router.index.scores import Ranking
+    from router.ranking.companions import complete
+
+    out: dict[str, dict] = {}
+    for c in cs:
+        if not c.multi:
+            continue
+        pick, graph, recs = chosen[_other(c.half)], graphs[(corpus(c.file), c.half)], c.router.records
+        anchors = c.router.config.companion_anchors
+        new, _ = complete(Ranking(np.array(c.docs, dtype=np.int64), np.array(c.scores, dtype=np.float64)), graph,
+                          pick["weights"], anchors=anchors, keep=pick["keep"])
+        top = new.docs.tolist()
+        gold = [c.router._index[g] for g in sorted(c.q.relevant) if g in c.router._index]
+        found = [g for g in gold if g in top[:10]]
+        row = out.setdefault(c.file, {"requests": 0, "incomplete": 0, "missing": 0})
+        row["requests"] += 1
+        row["incomplete"] += len(found) < len(gold)
+        words = set(re.findall(r"[a-z0-9]+", c.q.text.lower()))
+        for g in set(gold) - set(found):
+            kinds = sorted({kind for a in top[:anchors] for t, kind, _ in graph.related(a) if t == g})
+            api = (recs[g].metadata or {}).get("tool_name") or (recs[g].metadata or {}).get("server")
+            facts = ["missing", "ranked 11-60" if g in top else "outside the top 60",
+                     *(f"related to an anchor: {k}" for k in kinds or ["none"]),
+                     "same API as a found gold tool" if any(api_key(recs[f]) == api_key(recs[g]) for f in found)
+                     else "same category as a found gold tool"
+                     if any(category_key(recs[f]) == category_key(recs[g]) for f in found) else "",
+                     "the request spells out its API's name"
+                     if api and set(re.findall(r"[a-z0-9]+", str(api).lower())) <= words else ""]
+            for fact in filter(None, facts):
+                row[fact] = row.get(fact, 0) + 1
+    return out
+
+
+General = tuple[dict[str, dict[str, Any]], dict[str, Any]]
+
+
+def general_routers(sets: dict[str, Any], quick: bool) -> General | str:
+    """Per half: the routers with the general encoder's model trained on that half (as shipped: its
+    rank-64 delta merged; at the general encoder's fusion depth), and what was trained; or why
+    there are none (--quick never starts the 30-75 minutes of training a half model takes)."""
+    from router.ranking.config import general_encoder_config
+
+    from ..errors import BenchmarkError
+    from ..retrieval.general_training import PER_DATASET, cached, shipped_form, train
+    from .common import routers
+
+    if quick:
+        try:
+            missing = [h for h in HALVES if cached(h, PER_DATASET) is None]
+        except BenchmarkError as exc:
+            return f"the general encoder's half models need every family's data: {exc}"
+        if missing:
+            return ("--quick: the general encoder's half models are not trained "
+                    "(`toolsift bench general-encoder` trains them)")
+    out, models = {}, {}
+    for h in HALVES:
+        folder, info = train(h, PER_DATASET)
+        out[h] = routers(sets, shipped_form(folder), config=general_encoder_config())
+        models[h] = {"trained_on": f"the {h} half of every dataset's queries", "spec": info["spec"],
+                     "pairs": info["pairs"]}
+    return out, models
+
+
+def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General | str | None = None) -> dict[str, Any]:
+    """The cross-fitted and leave-one-family-out tables (module doc) with the base model, and the
+    cross-fitted tables with the general encoder's half models (``general``, from `general_routers`,
+    or why there are none)."""
+    sets = {n: d for n, d in sets.items() if n in (QUICK_FILES if quick else FILES)}
+    print("  base model:", flush=True)
+    tables, scored, today_ranked, pooled = cross_fit(sets, {h: rts for h in HALVES})
+    lofo = {} if quick else leave_one_family_out(scored, pooled, sets, today_ranked)
+    out = {"files": list(sets), **tables, "lofo": lofo}
+    if isinstance(general, tuple):
+        by_half, models = general
+        print("  general encoder (the model trained on the choosing half):", flush=True)
+        out["general"] = {**cross_fit(sets, by_half)[0], "models": models}
+    else:
+        out["general"] = {"skipped": general or "not asked for"}
+    return out
+
+
+def leave_one_family_out(cs: list[Case], pooled: list[Case], sets: dict, today: dict[int, list[str]]) -> dict[str, Any]:
+    """Per family: the setting chosen on every other family (``pooled``: their requests' top
+    ``POOL``, with the co-use of their gold sets), scoring this one (``cs``, today's top 10
+    ``today``) from its records' relations alone."""
     from router.ranking.companions import RelationGraph
 
-    learned_all = learned(sets, rts, {"dev", "test"})
+    learned_all = learned(sets, set(HALVES))
     graphs = {}
-    for name in sets:
-        r = rt.router_for(rts, name)
-        for half in ("dev", "test"):
-            graphs[(id(r), half)] = RelationGraph.build(r.records, learned_all.get(id(r), []))
-    none: dict[str, dict[int, list]] = {"dev": {}, "test": {}}
+    for name, d in sets.items():
+        for half in HALVES:
+            graphs[(corpus(name), half)] = RelationGraph.build(d.records, learned_all.get(corpus(name), []))
+    none: dict[str, dict[str, list]] = {"dev": {}, "test": {}}
     out = {}
     for fam in sorted({family(c.file) for c in cs if c.multi}):
         idx = [i for i, c in enumerate(cs) if family(c.file) == fam]
-        w, keep, _ = choose([c for c in cs if family(c.file) != fam], graphs, rts)
+        w, keep, _ = choose([c for c in pooled if family(c.file) != fam], graphs)
         test = [cs[i] for i in idx]
-        new_ranked, _ = _routed(test, rts, _setting(w, keep), none)
+        new_ranked, _ = _routed(test, _setting(w, keep), none)
         out[fam] = {"weights": w, "keep": keep, "today": _scores(test, {j: today[i] for j, i in enumerate(idx)}),
                     "new": _scores(test, new_ranked)}
         print(f"  leave out {fam}: {w}, keep {keep}", flush=True)

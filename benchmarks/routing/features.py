@@ -214,6 +214,16 @@ def exact_names(model: str | None, quick: bool) -> dict[str, Any]:
     return out
 
 
+def _general(csets: dict[str, Any], model: str | None, quick: bool) -> Any:
+    """The general encoder's half models for the companions section's cross-fitted rows; none when
+    another encoder was asked for (--model)."""
+    if model is not None:
+        return f"--model {model}: the general encoder's rows are scored only with the default encoder"
+    from . import companions
+
+    return companions.general_routers(csets, quick)
+
+
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, model: str | None = None,
         tune_log: bool = True, only: str | None = None) -> dict[str, Any]:
     import warnings
@@ -237,13 +247,13 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     if only == "companions":  # complete sets from tool relations, into an earlier run's results if any
         from . import companions
 
-        prior = out.joinpath("results.json")
+        prior, start = out.joinpath("results.json"), res["load_average"]["start"]
         if prior.is_file():
             res = json.loads(prior.read_text(encoding="utf-8"))
         csets = companions.load(quick)
-        res["companions"] = companions.run(csets, routers(csets, model), quick)
+        res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
         res["companions"].update(command=f"{cmd} --only companions", wall_seconds=round(time.perf_counter() - t0, 1),
-                                 load_average={"start": res["load_average"]["start"], "end": _loadavg()})
+                                 load_average={"start": start, "end": _loadavg()})  # this run's, not the prior's
         save()
         write_report(res, out)
         return res
@@ -278,7 +288,7 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     from . import companions
 
     csets = companions.load(quick)
-    res["companions"] = companions.run(csets, routers(csets, model), quick)
+    res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
     save()
     print("adaptive k curve:", flush=True)
     res["curve"] = curve(sets, rts)

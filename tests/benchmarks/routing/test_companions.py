@@ -1,0 +1,111 @@
+"""The companions section of `toolsift bench routing` (benchmarks/routing/companions.py): the base
+model's and the general encoder's cross-fitted rows, on real data."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared
+
+TOOLSIFT = Path(sys.executable).with_name("toolsift")
+
+
+class _Recorder:
+    """Which router encoded which request (a router's clones share it: `Router.configured` copies it)."""
+
+    def __init__(self, router, tag: str, seen: list[tuple[str, str]]) -> None:
+        self.tag, self.seen = tag, seen
+        self.queries, self.sentences = router.encode_queries, router.encode_query_sentences
+
+    def encode(self, texts):
+        self.seen.extend((self.tag, t) for t in texts)
+        return self.queries(texts)
+
+    def encode_sentences(self, query, spans, how):
+        self.seen.append((self.tag, query))
+        return self.sentences(query, spans, how)
+
+
+@pytest.mark.slow
+def test_cross_fit_ranks_each_half_with_the_routers_of_its_choice_and_scores_the_other_half():
+    shared("restbench", "datasets", "tmdb.json")
+    from benchmarks.data.datasets import load_dataset
+    from benchmarks.data.halves import half_of
+    from benchmarks.routing import companions as C
+    from benchmarks.routing.common import routers
+
+    d = load_dataset("restbench_tmdb")
+    sets = {"restbench_tmdb": d}
+    texts = {}
+    for q in d.queries:
+        texts.setdefault(q.text.strip(), set()).add(half_of(q.id, "restbench_tmdb"))  # as the router reads it
+    seen: list[tuple[str, str]] = []
+    by_half = {}
+    for h in C.HALVES:  # two routers over the same catalog, told apart by what they encode
+        rts = routers(sets, None)
+        r = rts["restbench_tmdb"]
+        rec = _Recorder(r, h, seen)
+        r.encode_queries, r.encode_query_sentences = rec.encode, rec.encode_sentences
+        by_half[h] = rts
+    tables, scored, today, pooled = C.cross_fit(sets, by_half)
+    # the choice on half h ranks h's requests with h's routers; the scoring, the other half's
+    assert {c.half for c in pooled} == {"dev", "test"} and len(pooled) == len(scored) == len(d.queries)
+    assert all(c.router is by_half[c.half]["restbench_tmdb"] for c in pooled)
+    assert all(c.router is by_half[C._other(c.half)]["restbench_tmdb"] for c in scored)
+    # each router ranked its own half (the choice) and the other (the scoring): every request met both
+    by_router = {h: {t for tag, t in seen if tag == h and t in texts} for h in C.HALVES}
+    assert by_router["dev"] == by_router["test"] == set(texts)
+    multi = tables["today"]["restbench_tmdb|multi"]
+    assert multi["n"] == sum(len(q.relevant) > 1 for q in d.queries)
+    assert tables["new"]["restbench_tmdb|multi"]["all_gold@10"] >= multi["all_gold@10"]
+    assert set(tables["chosen"]) == {"dev", "test"} and tables["shipped"] == tables["chosen"]["dev"]
+
+
+@pytest.mark.slow
+def test_cached_names_the_folder_train_finds_and_none_for_an_untrained_spec():
+    shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+    from benchmarks.retrieval.general_training import cached, train
+
+    assert cached("dev", per_dataset=7) is None  # no run ever trained 7 pairs per dataset
+    folder = cached("dev")
+    if folder is None:
+        pytest.skip("the general encoder's dev-half model is not trained (`toolsift bench general-encoder`)")
+    assert train("dev")[0] == folder and Path(folder, "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_rows(tmp_path):
+    shared("restbench", "datasets", "tmdb.json")
+    shared("metatool", "data", "multi_tool_query_golden.json")
+    from benchmarks.retrieval.general_training import cached
+
+    if cached("dev") is None or cached("test") is None:
+        pytest.skip("the general encoder's half models are not trained (`toolsift bench general-encoder`)")
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "companions", "--quick", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=1800, env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "general encoder" in res.stdout and "base model" in res.stdout
+    c = json.loads((tmp_path / "results.json").read_text())["companions"]
+    g = c["general"]
+    assert {g["models"][h]["spec"] for h in ("dev", "test")} == {Path(cached(h)).name for h in ("dev", "test")}
+    assert set(g["today"]) == set(c["today"]) and set(g["new"]) == set(c["new"])
+    assert set(g["cost"]["new"]) == set(c["cost"]["new"])
+    # the same requests, another encoder: the rankings differ somewhere
+    assert any(g["today"][k]["ndcg@5"] != c["today"][k]["ndcg@5"] for k in c["today"])
+    for k, v in g["new"].items():
+        assert v["n"] == c["new"][k]["n"] and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
+    # where the missing gold tools are: every one below 10 or outside the top 60, once
+    for f, row in g["misses"].items():
+        assert g["new"][f"{f}|multi"]["n"] == row["requests"] >= row["incomplete"]
+        assert row["missing"] >= row["incomplete"]
+        assert row.get("ranked 11-60", 0) + row.get("outside the top 60", 0) == row["missing"]
+    assert any(row["missing"] for row in g["misses"].values())
+    report = (tmp_path / "report.md").read_text()
+    assert "General encoder (the shipped default encoder), cross-fitted" in report
+    assert "Where the general encoder's missing gold tools are" in report
+    assert report.count("| file | requests | n | nDCG@5 |") == 2
