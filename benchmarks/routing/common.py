@@ -15,7 +15,7 @@ SINGLE = ["metatool_single", *rt.APIBENCH]     # one gold tool each
 QUICK = {"stabletoolbench_G2_instruction", "metatool_multi", "metatool_single", "apibench_torchhub"}
 TODAY = {"coverage": 0.0, "exact_names": False, "abstain_below": None,  # the router before these features
          "companion_same_api": 0.0, "companion_same_category": 0.0, "companion_produces_for": 0.0,
-         "companion_co_use": 0.0}
+         "companion_co_use": 0.0, "part_tools": 0}
 NEW: dict[str, Any] = {}  # the new router: its defaults, with the coverage weight the quality section chose
 
 

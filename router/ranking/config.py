@@ -92,9 +92,12 @@ class RouterConfig:
     companion_anchors: int = 5
     companion_keep: int = 5
     # Each part of a multi-part request brings its best ``part_tools`` tools right after the first
-    # ``companion_keep`` places (router.ranking.part_tools; 0 = off). Chosen cross-fitted by
-    # `toolsift bench routing --only parts`.
-    part_tools: int = 0
+    # ``companion_keep`` places (router.ranking.part_tools; 0 = off), ranked by ``part_signal``:
+    # "bm25" (the part's words; no encoder work) or "hybrid" (also each part encoded apart: about a
+    # second encoder pass over an agent's request). Chosen cross-fitted by `toolsift bench routing
+    # --only parts` (docs/routing.md).
+    part_tools: int = 1
+    part_signal: str = "bm25"
 
     @property
     def companion_weights(self) -> dict[str, float]:

@@ -5,8 +5,9 @@ whose tool the whole request ranks far down (a short clause beside a long one) i
 "Find a 7-letter word that starts with 'fru'. Additionally, fetch the income data for ZIP code
 98765" ranks word tools first, and the income tool sits below the top 30. Here each part of the
 request (coverage's clause spans: sentences and chaining connectives) is ranked on its own, over
-the whole catalog, with the same two signals as the request (BM25 of the part's words, the part's
-own vector: the parts are encoded apart, one per core), and its best ``per_part`` tools that are not
+the whole catalog, by BM25 of the part's words (``signal`` "hybrid": also by the part's own vector,
+each part encoded apart, which costs the encoder about a second pass over the request), and its
+best ``per_part`` tools that are not
 among the first ``keep`` places take the places right after them, in the parts' order. The first
 ``keep`` places never move, so a single-part request, and the best tools of any request, stay
 where they were. On or off, and how many per part, is chosen cross-fitted by
@@ -24,7 +25,8 @@ __all__ = ["bring_part_tools"]
 
 
 def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, method: str,
-                     allowed: np.ndarray | None, *, per_part: int, keep: int) -> tuple[Ranking, dict[int, str]]:
+                     allowed: np.ndarray | None, *, per_part: int, keep: int,
+                     signal: str = "bm25") -> tuple[Ranking, dict[int, str]]:
     """The ranking with each part's best tools placed after the first ``keep``, and the part (its
     text) each placed tool is the best of. Unchanged for requests of fewer than two parts."""
     if per_part <= 0 or parts is None or len(parts.spans) < 2 or len(ranking) <= keep:
@@ -33,11 +35,15 @@ def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, meth
     taken = set(head)
     brought: dict[int, str] = {}
     depth = keep + per_part
-    # Each part encoded on its own: pooled from the request's one encoder pass (as coverage does), a
-    # part's vector leans to the whole request and its best tool is mostly one the request already
-    # ranks first (G2 multi-tool all gold @10 0.717 -> 0.717 pooled, 0.802 encoded apart; bench).
+    # A part's own signal: BM25 of its words (no encoder work: the rows coverage computed), or with
+    # ``signal`` "hybrid" also its own vector, each part encoded apart (one per core). Not the part
+    # vectors pooled from the request's one encoder pass: those lean to the whole request, so a
+    # part's best tool by them is mostly one the request already ranks first (tried: they brought
+    # fewer of the missing tools than the part's words alone).
     texts = [query[s:e] for s, e in parts.spans]
-    vectors = router.encode_queries(texts) if method != "bm25" else None
+    vectors = parts.vectors if parts.lexical is None else None  # dense-only routing: pooled is all there is
+    if signal == "hybrid" and method != "bm25":
+        vectors = router.encode_queries(texts)
     for i, text in enumerate(texts):
         lex = None if parts.lexical is None else parts.lexical[i]
         vec = None if vectors is None else vectors[i]
