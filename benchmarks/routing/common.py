@@ -31,6 +31,18 @@ def _metrics(queries, ranked: dict[str, list[str]]) -> dict[str, float]:
     return out
 
 
+def scores_by_file(sets: dict, ranked: dict, half: str | None) -> dict[str, dict[str, float]]:
+    """`_metrics` per file of ``ranked`` (file -> query id -> ids), over one half's requests (None: all)."""
+    from ..data.halves import half_of
+
+    out = {}
+    for n, d in sets.items():
+        qs = [q for q in d.queries if half is None or half_of(q.id, n) == half]
+        if qs:
+            out[n] = _metrics(qs, {q.id: ranked[n][q.id] for q in qs})
+    return out
+
+
 def routers(sets: dict, model: str | None, config: Any = None) -> dict:
     """One router per corpus, query vectors cached (router_targets.QueryVectors), for ``model``
     (with ``config``, a RouterConfig, if given)."""

@@ -17,20 +17,11 @@ from router import RouterConfig
 from ..data.halves import half_of
 from ..report import md_table
 from ..retrieval import targets as rt
-from .common import _metrics
+from .common import scores_by_file
 
 GRID = (0, 1, 2)          # part_tools, with part_signal "bm25" (no encoder work): the default's choice
 ENCODED = "hybrid"        # shown beside it, not chosen from: each part encoded apart costs an encoder pass
 MAX_DROP = 0.005
-
-
-def _scores(sets: dict, ranked: dict, half: str | None) -> dict[str, dict[str, float]]:
-    out = {}
-    for n, d in sets.items():
-        qs = [q for q in d.queries if half is None or half_of(q.id, n) == half]
-        if qs:
-            out[n] = _metrics(qs, {q.id: ranked[n][q.id] for q in qs})
-    return out
 
 
 def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]:
@@ -41,7 +32,7 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
 
     ranked = {t: rank(part_tools=t, part_signal="bm25") for t in GRID}
     encoded = rank(part_tools=1, part_signal=ENCODED)
-    scored = {t: {h: _scores(sets, ranked[t], h) for h in ("dev", "test")} for t in GRID}
+    scored = {t: {h: scores_by_file(sets, ranked[t], h) for h in ("dev", "test")} for t in GRID}
     multi = [n for n in multi_files if n in sets]
 
     def objective(t: int, half: str) -> float:
@@ -61,8 +52,8 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
             crossed[n][q.id] = ranked[chosen[other]][n][q.id]
     return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
             "objective": {str(t): {h: objective(t, h) for h in ("dev", "test")} for t in GRID},
-            "rows": {"off": _scores(sets, ranked[0], None), "cross-fitted": _scores(sets, crossed, None),
-                     "encoded": _scores(sets, encoded, None)}}
+            "rows": {"off": scores_by_file(sets, ranked[0], None), "cross-fitted": scores_by_file(sets, crossed, None),
+                     "encoded": scores_by_file(sets, encoded, None)}}
 
 
 def report_lines(pt: dict[str, Any], multi_files: list[str]) -> list[str]:

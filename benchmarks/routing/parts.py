@@ -32,7 +32,7 @@ from ..data.halves import half_of
 from ..retrieval import targets as rt
 from ..report import md_table
 from . import part_choice
-from .common import _metrics, routers
+from .common import routers, scores_by_file
 
 MULTI_FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench"]
 SINGLE_FILES = ["metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -93,15 +93,6 @@ class Rankings:
                     self.memo[key] = [s.record.id for s in r.select(q.text, k=10, adaptive=False)]
                 out[n][q.id] = self.memo[key]
         return out
-
-
-def _scores(sets: dict, ranked: dict, half: str | None) -> dict[str, dict[str, float]]:
-    out = {}
-    for n, d in sets.items():
-        qs = [q for q in d.queries if half is None or half_of(q.id, n) == half]
-        if qs:
-            out[n] = _metrics(qs, {q.id: ranked[n][q.id] for q in qs})
-    return out
 
 
 def _choose(sets: dict, scored: dict[str, dict], half: str) -> str:
@@ -173,12 +164,12 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
     scored: dict[str, dict[str, dict]] = {}
     for label, rules in tried.items():
         ranked[label] = rank(rules)
-        scored[label] = {h: _scores(sets, ranked[label], h) for h in ("dev", "test")}
+        scored[label] = {h: scores_by_file(sets, ranked[label], h) for h in ("dev", "test")}
         print(f"  split {label}: multi all-gold@10 (dev) " + ", ".join(
             f"{n.removeprefix('stabletoolbench_')} {m['all_gold@10']:.3f}" for n, m in scored[label]["dev"].items()
             if n in MULTI_FILES), flush=True)
     chosen = {h: _choose(sets, scored, h) for h in ("dev", "test")}
-    probe = {label: _scores(sets, rank(tried[label], COVERAGE_PROBE), None) for label in ("today", "all")}
+    probe = {label: scores_by_file(sets, rank(tried[label], COVERAGE_PROBE), None) for label in ("today", "all")}
     crossed: dict[str, dict[str, list[str]]] = {n: {} for n in sets}
     for half, other in (("dev", "test"), ("test", "dev")):  # each half ranked with the other half's choice
         for n, d in sets.items():
@@ -189,11 +180,11 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
     shipped = next((label for label, rules in tried.items() if rules == default), str(list(default)))
     return {"quick": quick, "files": list(sets), "skipped": skipped, "rules": list(RULES),
             "candidates": {k: list(v) for k, v in tried.items()}, "chosen": chosen, "shipped": shipped,
-            "rows": {"today's split": _scores(sets, ranked["today"], None),
-                     "new split (cross-fitted)": _scores(sets, crossed, None)},
+            "rows": {"today's split": scores_by_file(sets, ranked["today"], None),
+                     "new split (cross-fitted)": scores_by_file(sets, crossed, None)},
             "grid": {label: {h: s for h, s in per.items()} for label, per in scored.items()},
-            "probe": {"coverage": COVERAGE_PROBE, "today": _scores(sets, ranked["today"], None),
-                      "all": _scores(sets, ranked["all"], None), "today_probe": probe["today"],
+            "probe": {"coverage": COVERAGE_PROBE, "today": scores_by_file(sets, ranked["today"], None),
+                      "all": scores_by_file(sets, ranked["all"], None), "today_probe": probe["today"],
                       "all_probe": probe["all"]},
             "requests": {"today": _per_request(sets, ranked["today"], TODAY),
                          "new": _per_request(sets, ranked["all"], tuple(RULES))},

@@ -40,3 +40,10 @@ def test_parts_section_runs_alone_and_reports_parts_against_gold(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "## Parts of multi-tool requests" in report and "Requests today's split leaves whole" in report
     assert "(2 gold)" in report or "(3 gold)" in report  # real examples of missed splits
+    # each part's own tool: chosen per half from the grid, cross-fitted rows beside "off", nDCG@5 kept
+    pt = p["part_tools"]
+    assert set(pt["chosen"].values()) <= set(pt["grid"]) and pt["shipped"] in pt["grid"]
+    off, crossed = pt["rows"]["off"], pt["rows"]["cross-fitted"]
+    for name in off:
+        assert abs(crossed[name]["ndcg@5"] - off[name]["ndcg@5"]) < 1e-9  # the first five never move
+    assert "### Each part's own best tool" in report
