@@ -2,12 +2,14 @@
 groups, the two router settings compared, the metrics of one ranking run, and one router per corpus."""
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import numpy as np
 
 from router.encoders.model import BASE_MODEL
 
+from ..data.halves import half_of
 from ..retrieval import targets as rt
 
 MULTI = [*rt.STB, "metatool_multi"]            # requests that need several tools
@@ -33,14 +35,40 @@ def _metrics(queries, ranked: dict[str, list[str]]) -> dict[str, float]:
 
 def scores_by_file(sets: dict, ranked: dict, half: str | None) -> dict[str, dict[str, float]]:
     """`_metrics` per file of ``ranked`` (file -> query id -> ids), over one half's requests (None: all)."""
-    from ..data.halves import half_of
-
     out = {}
     for n, d in sets.items():
         qs = [q for q in d.queries if half is None or half_of(q.id, n) == half]
         if qs:
             out[n] = _metrics(qs, {q.id: ranked[n][q.id] for q in qs})
     return out
+
+
+def mean_all_gold(scored_half: dict[str, dict[str, float]], files: list[str]) -> float:
+    """The mean all-gold@10 of ``files`` (those scored) in one half's per-file metrics."""
+    return statistics.mean(scored_half[n]["all_gold@10"] for n in files if n in scored_half)
+
+
+def choose_per_half(scored: dict, baseline: Any, files: list[str], guarded: list[str],
+                    max_drop: float) -> dict[str, Any]:
+    """Per half, the setting (a key of ``scored``: setting -> half -> file -> metrics) with the best
+    mean all-gold@10 over ``files``, among those that lose at most ``max_drop`` nDCG@5 against
+    ``baseline`` on any of ``guarded``; ``baseline`` unless beaten by more than the keep margin."""
+    chosen = {}
+    for half in ("dev", "test"):
+        base = scored[baseline][half]
+        fits = [key for key in scored if all(scored[key][half][n]["ndcg@5"] >= base[n]["ndcg@5"] - max_drop
+                                             for n in guarded if n in base)]
+        best = max(fits, key=lambda key: mean_all_gold(scored[key][half], files))
+        beats = mean_all_gold(scored[best][half], files) > mean_all_gold(base, files) + rt.KEEP_DEFAULT_MARGIN
+        chosen[half] = best if beats else baseline
+    return chosen
+
+
+def cross_fitted(sets: dict, ranked: dict, chosen: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Each request's ranking under the setting the *other* half chose (``ranked``: setting -> file ->
+    query id -> ids): no request is scored by a setting chosen on it."""
+    return {n: {q.id: ranked[chosen["test" if half_of(q.id, n) == "dev" else "dev"]][n][q.id] for q in d.queries}
+            for n, d in sets.items()}
 
 
 def routers(sets: dict, model: str | None, config: Any = None) -> dict:

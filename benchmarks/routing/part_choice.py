@@ -9,15 +9,13 @@ so no figure comes from a setting chosen on the requests it scores.
 """
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from router import RouterConfig
 
-from ..data.halves import half_of
 from ..report import md_table
 from ..retrieval import targets as rt
-from .common import scores_by_file
+from .common import choose_per_half, cross_fitted, mean_all_gold, scores_by_file
 
 GRID = (0, 1, 2)          # part_tools, with part_signal "bm25" (no encoder work): the default's choice
 ENCODED = "hybrid"        # shown beside it, not chosen from: each part encoded apart costs an encoder pass
@@ -34,24 +32,10 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
     encoded = rank(part_tools=1, part_signal=ENCODED)
     scored = {t: {h: scores_by_file(sets, ranked[t], h) for h in ("dev", "test")} for t in GRID}
     multi = [n for n in multi_files if n in sets]
-
-    def objective(t: int, half: str) -> float:
-        return statistics.mean(scored[t][half][n]["all_gold@10"] for n in multi if n in scored[t][half])
-
-    def admissible(t: int, half: str) -> bool:
-        return all(scored[t][half][n]["ndcg@5"] >= scored[0][half][n]["ndcg@5"] - MAX_DROP for n in scored[0][half])
-
-    chosen = {}
-    for half in ("dev", "test"):
-        best = max((t for t in GRID if admissible(t, half)), key=lambda t: objective(t, half))
-        chosen[half] = best if objective(best, half) > objective(0, half) + rt.KEEP_DEFAULT_MARGIN else 0
-    crossed: dict[str, dict[str, list[str]]] = {n: {} for n in sets}
-    for n, d in sets.items():
-        for q in d.queries:
-            other = "test" if half_of(q.id, n) == "dev" else "dev"
-            crossed[n][q.id] = ranked[chosen[other]][n][q.id]
+    chosen = choose_per_half(scored, 0, multi, list(sets), MAX_DROP)
+    crossed = cross_fitted(sets, ranked, chosen)
     return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
-            "objective": {str(t): {h: objective(t, h) for h in ("dev", "test")} for t in GRID},
+            "objective": {str(t): {h: mean_all_gold(scored[t][h], multi) for h in ("dev", "test")} for t in GRID},
             "rows": {"off": scores_by_file(sets, ranked[0], None), "cross-fitted": scores_by_file(sets, crossed, None),
                      "encoded": scores_by_file(sets, encoded, None)}}
 

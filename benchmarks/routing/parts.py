@@ -28,11 +28,10 @@ import numpy as np
 from router import RouterConfig
 from router.ranking.coverage import RULES, clause_spans
 
-from ..data.halves import half_of
 from ..retrieval import targets as rt
 from ..report import md_table
 from . import part_choice
-from .common import routers, scores_by_file
+from .common import choose_per_half, cross_fitted, routers, scores_by_file
 
 MULTI_FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench"]
 SINGLE_FILES = ["metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -95,22 +94,6 @@ class Rankings:
         return out
 
 
-def _choose(sets: dict, scored: dict[str, dict], half: str) -> str:
-    multi = [n for n in MULTI_FILES if n in sets]
-    single = [n for n in SINGLE_FILES if n in sets]
-
-    def objective(label: str) -> float:
-        return statistics.mean(scored[label][half][n]["all_gold@10"] for n in multi if n in scored[label][half])
-
-    def admissible(label: str) -> bool:
-        return all(scored[label][half][n]["ndcg@5"] >= scored["today"][half][n]["ndcg@5"] - MAX_SINGLE_DROP
-                   for n in single if n in scored["today"][half])
-
-    fits = [label for label in scored if admissible(label)]
-    best = max(fits, key=objective)
-    return best if objective(best) > objective("today") + rt.KEEP_DEFAULT_MARGIN else "today"
-
-
 def _missing_ranks(sets: dict, routers: dict, ranked: dict) -> dict[str, dict[str, float]]:
     """Where the gold tools missing from the top 10 stand in the router's top 100 (default settings):
     within the coverage pool (11-30, coverage can lift them), 31-100, or further (no re-ordering reaches them)."""
@@ -168,14 +151,10 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
         print(f"  split {label}: multi all-gold@10 (dev) " + ", ".join(
             f"{n.removeprefix('stabletoolbench_')} {m['all_gold@10']:.3f}" for n, m in scored[label]["dev"].items()
             if n in MULTI_FILES), flush=True)
-    chosen = {h: _choose(sets, scored, h) for h in ("dev", "test")}
+    chosen = choose_per_half(scored, "today", [n for n in MULTI_FILES if n in sets],
+                             [n for n in SINGLE_FILES if n in sets], MAX_SINGLE_DROP)
     probe = {label: scores_by_file(sets, rank(tried[label], COVERAGE_PROBE), None) for label in ("today", "all")}
-    crossed: dict[str, dict[str, list[str]]] = {n: {} for n in sets}
-    for half, other in (("dev", "test"), ("test", "dev")):  # each half ranked with the other half's choice
-        for n, d in sets.items():
-            for q in d.queries:
-                if half_of(q.id, n) == half:
-                    crossed[n][q.id] = ranked[chosen[other]][n][q.id]
+    crossed = cross_fitted(sets, ranked, chosen)  # each half ranked with the other half's choice
     default = tuple(RouterConfig().clause_rules)  # what routing uses unless told otherwise
     shipped = next((label for label, rules in tried.items() if rules == default), str(list(default)))
     return {"quick": quick, "files": list(sets), "skipped": skipped, "rules": list(RULES),
