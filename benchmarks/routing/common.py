@@ -14,6 +14,7 @@ from ..retrieval import targets as rt
 
 MULTI = [*rt.STB, "metatool_multi"]            # requests that need several tools
 SINGLE = ["metatool_single", *rt.APIBENCH]     # one gold tool each
+HALVES = ("dev", "test")                 # the query halves of benchmarks/data/halves.py
 QUICK = {"stabletoolbench_G2_instruction", "metatool_multi", "metatool_single", "apibench_torchhub"}
 TODAY = {"coverage": 0.0, "exact_names": False, "abstain_below": None,  # the router before these features
          "companion_same_api": 0.0, "companion_same_category": 0.0, "companion_produces_for": 0.0,
@@ -48,20 +49,23 @@ def mean_all_gold(scored_half: dict[str, dict[str, float]], files: list[str]) ->
     return statistics.mean(scored_half[n]["all_gold@10"] for n in files if n in scored_half)
 
 
+def choose_setting(scored: dict, baseline: Any, files: list[str], guarded: list[str], max_drop: float) -> Any:
+    """The setting (a key of ``scored``: setting -> file -> metrics) with the best mean all-gold@10
+    over ``files``, among those that lose at most ``max_drop`` nDCG@5 against ``baseline`` on any of
+    ``guarded``; ``baseline`` unless beaten by more than the keep margin."""
+    base = scored[baseline]
+    fits = [key for key in scored if all(scored[key][n]["ndcg@5"] >= base[n]["ndcg@5"] - max_drop
+                                         for n in guarded if n in base)]
+    best = max(fits, key=lambda key: mean_all_gold(scored[key], files))
+    beats = mean_all_gold(scored[best], files) > mean_all_gold(base, files) + rt.KEEP_DEFAULT_MARGIN
+    return best if beats else baseline
+
+
 def choose_per_half(scored: dict, baseline: Any, files: list[str], guarded: list[str],
                     max_drop: float) -> dict[str, Any]:
-    """Per half, the setting (a key of ``scored``: setting -> half -> file -> metrics) with the best
-    mean all-gold@10 over ``files``, among those that lose at most ``max_drop`` nDCG@5 against
-    ``baseline`` on any of ``guarded``; ``baseline`` unless beaten by more than the keep margin."""
-    chosen = {}
-    for half in ("dev", "test"):
-        base = scored[baseline][half]
-        fits = [key for key in scored if all(scored[key][half][n]["ndcg@5"] >= base[n]["ndcg@5"] - max_drop
-                                             for n in guarded if n in base)]
-        best = max(fits, key=lambda key: mean_all_gold(scored[key][half], files))
-        beats = mean_all_gold(scored[best][half], files) > mean_all_gold(base, files) + rt.KEEP_DEFAULT_MARGIN
-        chosen[half] = best if beats else baseline
-    return chosen
+    """`choose_setting` on each half (``scored``: setting -> half -> file -> metrics)."""
+    return {half: choose_setting({key: by_half[half] for key, by_half in scored.items()}, baseline, files,
+                                 guarded, max_drop) for half in HALVES}
 
 
 def cross_fitted(sets: dict, ranked: dict, chosen: dict[str, Any]) -> dict[str, dict[str, list[str]]]:

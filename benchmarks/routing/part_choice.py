@@ -5,7 +5,8 @@ measurement (benchmarks/routing/parts.py): with the router's defaults otherwise,
 GRID is scored per half; each half's choice maximizes the mean all-gold@10 of the multi-tool files,
 admissible only when no file loses more than 0.005 nDCG@5 on that half, and 0 (off) is kept unless
 beaten by more than 0.001. Each half is then ranked with the *other* half's choice (cross-fitting),
-so no figure comes from a setting chosen on the requests it scores.
+so no figure comes from a setting chosen on the requests it scores. Leave one family out: the same
+choice made on every other family's files (all their requests), scoring the family left out.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from router import RouterConfig
 
 from ..report import md_table
 from ..retrieval import targets as rt
-from .common import choose_per_half, cross_fitted, mean_all_gold, scores_by_file
+from .common import choose_per_half, choose_setting, cross_fitted, mean_all_gold, scores_by_file
+from .companions import family
 
 GRID = (0, 1, 2)          # part_tools, with part_signal "bm25" (no encoder work): the default's choice
 ENCODED = "hybrid"        # shown beside it, not chosen from: each part encoded apart costs an encoder pass
@@ -34,10 +36,33 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
     multi = [n for n in multi_files if n in sets]
     chosen = choose_per_half(scored, 0, multi, list(sets), MAX_DROP)
     crossed = cross_fitted(sets, ranked, chosen)
-    return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
+    return {"lofo": leave_one_family_out(sets, ranked, multi), "grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
             "objective": {str(t): {h: mean_all_gold(scored[t][h], multi) for h in ("dev", "test")} for t in GRID},
             "rows": {"off": scores_by_file(sets, ranked[0], None), "cross-fitted": scores_by_file(sets, crossed, None),
                      "encoded": scores_by_file(sets, encoded, None)}}
+
+
+def leave_one_family_out(sets: dict, ranked: dict, multi: list[str]) -> dict[str, Any]:
+    """Per family with multi-tool files: ``part_tools`` chosen on every other family's files (all
+    their requests, the same rule as per half), and that family's files off -> that choice."""
+    whole = {t: scores_by_file(sets, ranked[t], None) for t in GRID}
+    out = {}
+    for fam in sorted({family(n) for n in multi}):
+        others = [n for n in sets if family(n) != fam]
+        pick = choose_setting({t: {n: whole[t][n] for n in others} for t in GRID}, 0,
+                              [n for n in multi if family(n) != fam], others, MAX_DROP)
+        out[fam] = {"chosen": pick, "rows": {n: {"off": whole[0][n], "new": whole[pick][n]}
+                                             for n in sets if family(n) == fam}}
+    return out
+
+
+def _lofo_lines(lofo: dict[str, Any], short: Any) -> list[str]:
+    rows = [[fam, str(row["chosen"]), short(n),
+             *[f"{r['off'][k]:.3f} → {r['new'][k]:.3f}" for k in ("ndcg@5", "all_gold@5", "all_gold@10")]]
+            for fam, row in lofo.items() for n, r in row["rows"].items()]
+    return ["Leave one family out: `part_tools` chosen the same way on every other family's files (all their "
+            "requests), scoring the family left out; off → that choice, fixed k = 10:", "",
+            md_table(["family", "chosen without it", "file", "nDCG@5", "all gold @5", "all gold @10"], rows), ""]
 
 
 def report_lines(pt: dict[str, Any], multi_files: list[str]) -> list[str]:
@@ -59,4 +84,5 @@ def report_lines(pt: dict[str, Any], multi_files: list[str]) -> list[str]:
             f"part ranked by its words and its own vector (`part_signal` \"{ENCODED}\", each part encoded apart: "
             "about a second encoder pass over an agent's request; every request, not chosen from):", "",
             md_table(["file", "requests", "nDCG@5", "all gold @5", "all gold @10",
-                      f"all gold @10, part_signal {ENCODED}"], rows), ""]
+                      f"all gold @10, part_signal {ENCODED}"], rows), "",
+            *(_lofo_lines(pt["lofo"], short) if pt.get("lofo") else [])]

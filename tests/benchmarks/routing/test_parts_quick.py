@@ -47,3 +47,10 @@ def test_parts_section_runs_alone_and_reports_parts_against_gold(tmp_path):
     for name in off:
         assert abs(crossed[name]["ndcg@5"] - off[name]["ndcg@5"]) < 1e-9  # the first five never move
     assert "### Each part's own best tool" in report
+    # leave one family out: each family with multi-tool files gets the choice made without it
+    assert set(pt["lofo"]) == {"stabletoolbench", "metatool", "livemcpbench"}
+    for fam, row in pt["lofo"].items():
+        assert row["chosen"] in pt["grid"]
+        for name, r in row["rows"].items():
+            assert r["off"] == off[name] and abs(r["new"]["ndcg@5"] - off[name]["ndcg@5"]) < 1e-9
+    assert "chosen without it" in report
