@@ -5,7 +5,10 @@ single-tool and multi-tool requests apart, cross-fitted and leave-one-family-out
 
 Every labelled file with multi-tool requests (StableToolBench G1/G2, MetaTool multi, RestBench TMDB
 and Spotify, Seal-Tools, LiveMCPBench) and the single-tool files (MetaTool single, APIBench,
-BFCL live multiple). A file's requests are split by their number of gold tools.
+BFCL live multiple). A file's requests are split by their number of gold tools. `today` is the router
+before issue 38 (companions and part tools off); `new` is the chosen companions with the router's
+default part tools (router.ranking.part_tools, chosen cross-fitted and leave-one-family-out by
+benchmarks/routing/part_choice.py), so each table is the whole of issue 38's stages against neither.
 
 - **cross-fitted**: the relation weights (one per kind) and the number of first places kept are
   chosen on one half of every file's requests (the halves of benchmarks/data/halves.py) and the
@@ -20,7 +23,9 @@ BFCL live multiple). A file's requests are split by their number of gold tools.
   alone (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
   rank-64 form, at its own fusion depth) and that model and those weights score the other half:
   nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
-  companions off. (No leave-one-family-out here: that needs a model trained without each family.)
+  companions and part tools off; beside its new default, not chosen from, the same with each part
+  also ranked by its own vector (``VARIANTS``). (No leave-one-family-out here: that needs a model
+  trained without each family.)
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
 tokens sent). The grid search itself re-ranks each request's top 60 with `complete` (the same stage
@@ -37,7 +42,8 @@ import numpy as np
 from apidb.relations import co_use_pairs
 
 from ..retrieval import targets as rt
-from .common import _metrics
+from .common import HALVES, _metrics
+from .half_models import General
 
 FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench",
          "metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -52,6 +58,9 @@ WEIGHTS = (0.0, 0.3, 0.6, 1.0)
 # issue's bound (no single-tool nDCG@5 lower by more than 0.005) on requests nobody chose on.
 KEEPS = (5,)
 POOL = 60
+# Shown beside the general encoder's new default, not chosen from: each part ranked also by its own
+# vector, the parts encoded apart (router.ranking.part_tools; a second encoder pass per request).
+VARIANTS = {"part_signal hybrid": {"part_signal": "hybrid"}}
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 MAX_SINGLE_DROP = 0.005
 
@@ -75,11 +84,15 @@ def _off() -> dict[str, float]:
     return {f"companion_{k}": 0.0 for k in KINDS}
 
 
+def _today() -> dict[str, Any]:
+    """The router before issue 38: no companions and no part tools (router.ranking.part_tools)."""
+    return {**_off(), "part_tools": 0}
+
+
 def _setting(weights: dict[str, float], keep: int) -> dict[str, Any]:
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
 
 
-HALVES = ("dev", "test")
 
 
 def _other(half: str) -> str:
@@ -226,19 +239,21 @@ def _graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str],
     return out
 
 
-def _routed(cs: list[Case], setting: dict[str, Any] | None,
-            co: dict[str, dict[str, list]]) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
-    """Per request, through `Router.select`: the top 10 (fixed k), and what the shipped adaptive k
-    sends (tools, schema tokens, whether every gold tool is among them)."""
+def _routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[str, list]],
+            sent_too: bool = True) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
+    """Per request, through `Router.select`: the top 10 (fixed k), and (``sent_too``) what the
+    shipped adaptive k sends (tools, schema tokens, whether every gold tool is among them)."""
     ranked, sent = {}, {}
     routers: dict[tuple[int, str, str], Any] = {}
     for i, c in enumerate(cs):
         key = (id(c.router), corpus(c.file), c.half)
         if key not in routers:
-            r = c.router.configured(**(setting or _off()))
+            r = c.router.configured(**(setting or _today()))
             routers[key] = r.with_co_use(co[c.half].get(corpus(c.file), [])) if setting else r
         r = routers[key]
         ranked[i] = [s.record.id for s in r.select(c.q.text, k=10, adaptive=False)]
+        if not sent_too:
+            continue
         adaptive = r.select(c.q.text)
         sent[i] = (len(adaptive), sum(r._tokens_of(s.record) for s in adaptive),
                    float(c.q.relevant <= {s.record.id for s in adaptive}))
@@ -253,13 +268,15 @@ def _costs(cs: list[Case], sent: dict[int, tuple[int, int, float]]) -> dict[str,
                 "all_gold_sent": float(np.mean([g for _, _, g in v]))} for k, v in groups.items()}
 
 
-def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], list[Case], dict,
-                                                                                 list[Case]]:
+def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
+              variants: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[Case], dict, list[Case]]:
     """Weights chosen on each half, the other half scored. ``by_half[h]``: the routers (one per
     catalog) that rank half ``h`` for the choice and then score the other half; the same routers
     for both halves with the base model, the model trained on ``h`` with the general encoder's
     half models, so no request is scored by a model or weights that saw it. Returns the tables,
-    the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``)."""
+    the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
+    ``variants``: other router settings (name -> config) laid over each half's choice and scored
+    the same way (top 10 only), shown beside the new default, never chosen from."""
     co = {h: learned(sets, {_other(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
     graphs = _graphs(sets, co)
     chosen, pooled = {}, []
@@ -275,6 +292,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]]) -> tuple
     new_ranked: dict[int, list[str]] = {}
     today_sent: dict[int, tuple[int, int, float]] = {}
     new_sent: dict[int, tuple[int, int, float]] = {}
+    varied: dict[str, dict[int, list[str]]] = {name: {} for name in variants or {}}
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
         pick = chosen[_other(half)]
         part = cases(sets, by_half[_other(half)], half)  # with its top POOL, for `misses`
@@ -282,11 +300,15 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]]) -> tuple
             ranked, sent = _routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
+        for name, extra in (variants or {}).items():
+            ranked, _ = _routed(part, {**_setting(pick["weights"], pick["keep"]), **extra}, co, sent_too=False)
+            varied[name].update({len(scored) + j: v for j, v in ranked.items()})
         scored += part
     tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen),
               "today": _scores(scored, today_ranked),
               "new": _scores(scored, new_ranked), "cost": {"today": _costs(scored, today_sent),
-                                                           "new": _costs(scored, new_sent)}}
+                                                           "new": _costs(scored, new_sent)},
+              "variants": {name: _scores(scored, ranked) for name, ranked in varied.items()}}
     return tables, scored, today_ranked, pooled
 
 
@@ -331,36 +353,6 @@ def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str,
     return out
 
 
-General = tuple[dict[str, dict[str, Any]], dict[str, Any]]
-
-
-def general_routers(sets: dict[str, Any], quick: bool) -> General | str:
-    """Per half: the routers with the general encoder's model trained on that half (as shipped: its
-    rank-64 delta merged; at the general encoder's fusion depth), and what was trained; or why
-    there are none (--quick never starts the 30-75 minutes of training a half model takes)."""
-    from router.ranking.config import general_encoder_config
-
-    from ..errors import BenchmarkError
-    from ..retrieval.general_training import PER_DATASET, cached, shipped_form, train
-    from .common import routers
-
-    if quick:
-        try:
-            missing = [h for h in HALVES if cached(h, PER_DATASET) is None]
-        except BenchmarkError as exc:
-            return f"the general encoder's half models need every family's data: {exc}"
-        if missing:
-            return ("--quick: the general encoder's half models are not trained "
-                    "(`toolsift bench general-encoder` trains them)")
-    out, models = {}, {}
-    for h in HALVES:
-        folder, info = train(h, PER_DATASET)
-        out[h] = routers(sets, shipped_form(folder), config=general_encoder_config())
-        models[h] = {"trained_on": f"the {h} half of every dataset's queries", "spec": info["spec"],
-                     "pairs": info["pairs"]}
-    return out, models
-
-
 def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General | str | None = None) -> dict[str, Any]:
     """The cross-fitted and leave-one-family-out tables (module doc) with the base model, and the
     cross-fitted tables with the general encoder's half models (``general``, from `general_routers`,
@@ -373,7 +365,7 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General
     if isinstance(general, tuple):
         by_half, models = general
         print("  general encoder (the model trained on the choosing half):", flush=True)
-        out["general"] = {**cross_fit(sets, by_half)[0], "models": models}
+        out["general"] = {**cross_fit(sets, by_half, VARIANTS)[0], "models": models}
     else:
         out["general"] = {"skipped": general or "not asked for"}
     return out

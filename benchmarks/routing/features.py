@@ -219,9 +219,9 @@ def _general(csets: dict[str, Any], model: str | None, quick: bool) -> Any:
     another encoder was asked for (--model)."""
     if model is not None:
         return f"--model {model}: the general encoder's rows are scored only with the default encoder"
-    from . import companions
+    from .half_models import general_routers
 
-    return companions.general_routers(csets, quick)
+    return general_routers(csets, quick)
 
 
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, model: str | None = None,

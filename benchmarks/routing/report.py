@@ -183,8 +183,10 @@ def _usage(res: dict[str, Any]) -> list[str]:
 
 
 def _cross_fit_table(c: dict[str, Any]) -> list[str]:
-    lines = ["| file | requests | n | nDCG@5 | all gold @5 | all gold @10 | tools sent | tokens sent | all gold sent |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    variants = c.get("variants") or {}
+    lines = ["| file | requests | n | nDCG@5 | all gold @5 | all gold @10 | tools sent | tokens sent | all gold sent |"
+             + "".join(f" all gold @10, {name} |" for name in variants),
+             "|---|---|---|---|---|---|---|---|---|" + "---|" * len(variants)]
     for key in sorted(c["today"], key=lambda k: (k.split("|")[1], k)):
         t, n = c["today"][key], c["new"][key]
         ct, cn = c["cost"]["today"][key], c["cost"]["new"][key]
@@ -192,7 +194,8 @@ def _cross_fit_table(c: dict[str, Any]) -> list[str]:
         lines.append(f"| {_short(f)} | {g}-tool | {t['n']} | {_f(t['ndcg@5'])} → {_f(n['ndcg@5'])} | "
                      f"{_f(t['all_gold@5'])} → {_f(n['all_gold@5'])} | {_f(t['all_gold@10'])} → {_f(n['all_gold@10'])} | "
                      f"{ct['tools']:.2f} → {cn['tools']:.2f} | {ct['tokens']:.0f} → {cn['tokens']:.0f} | "
-                     f"{_f(ct['all_gold_sent'])} → {_f(cn['all_gold_sent'])} |")
+                     f"{_f(ct['all_gold_sent'])} → {_f(cn['all_gold_sent'])} |"
+                     + "".join(f" {_f(v[key]['all_gold@10'])} |" for v in variants.values()))
     return lines
 
 
@@ -208,6 +211,18 @@ def _misses(m: dict[str, dict[str, int]]) -> list[str]:
     return lines
 
 
+def _part_tools_note(res: dict[str, Any]) -> str:
+    """The default part tools and, when the parts section ran, the choices it made without each family."""
+    from router import RouterConfig
+
+    note = f"{RouterConfig().part_tools} per part"
+    lofo = res.get("parts", {}).get("part_tools", {}).get("lofo")
+    if lofo:
+        note += "; chosen without each family by `--only parts`: " + ", ".join(
+            f"{fam} {row['chosen']}" for fam, row in lofo.items())
+    return note
+
+
 def _companions(res: dict[str, Any]) -> list[str]:
     c = res.get("companions")
     if not c:
@@ -221,8 +236,10 @@ def _companions(res: dict[str, Any]) -> list[str]:
                                     if c["load_average"].get("end") else f"at start {c['load_average']['start']})"))
                 if c.get("load_average") else "load average in the run's header)")
              + ". Companions (router.ranking.companions) of the first five "
-             "tools, by relation kind (apidb.relations). `today` = companions off; `new` = each half scored with "
-             "the weights and kept places chosen on the other half, co-use learned from the other half's gold sets "
+             "tools, by relation kind (apidb.relations). `today` = the router before issue 38 (companions and part "
+             "tools off); `new` = the router's default part tools (" + _part_tools_note(res) + ") and each half "
+             "scored with the companion weights and kept places chosen on the other half, co-use learned from the "
+             "other half's gold sets "
              "(objective: mean over multi-tool groups of (nDCG@5 + all-gold@10)/2; no setting that lowers any "
              "file's single-tool nDCG@5 on the choosing half by more than 0.005). Chosen on dev: " + setting(c["chosen"]["dev"])
              + "; on test: " + setting(c["chosen"]["test"]) + ". Shipped: the dev half's choice. Ranking metrics at "
@@ -230,8 +247,9 @@ def _companions(res: dict[str, Any]) -> list[str]:
              "schemas sent, mean per request).", "",
              "Base model (the bundled all-MiniLM-L6-v2):", "", *_cross_fit_table(c)]
     if c.get("lofo"):
-        lines += ["", "Leave one family out (base model): the setting chosen on every other family; the left-out family "
-                  "scored from its records' relations alone (no co-use of its own).", "",
+        lines += ["", "Leave one family out (base model): the companion setting chosen on every other family, with "
+                  "the default part tools; the left-out family scored from its records' relations alone (no co-use "
+                  "of its own). `today` as above.", "",
                   "| family | setting chosen without it | file | requests | nDCG@5 | all gold @5 | all gold @10 |",
                   "|---|---|---|---|---|---|---|"]
         for fam, row in c["lofo"].items():
@@ -249,8 +267,12 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "each half's weights are chosen with the half model trained on that half (benchmarks/retrieval/"
                   "general_training.py, in its shipped rank-64 form, at its own fusion depth) and the same model and "
                   "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
-                  "the general encoder with companions off. Chosen on dev: " + setting(g["chosen"]["dev"])
-                  + "; on test: " + setting(g["chosen"]["test"]) + ".", "", *_cross_fit_table(g)]
+                  "the general encoder with companions and part tools off. Chosen on dev: " + setting(g["chosen"]["dev"])
+                  + "; on test: " + setting(g["chosen"]["test"]) + "."
+                  + (" Last column, not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
+                     "ranked by its own vector, the parts encoded apart: a second encoder pass per multi-part request; "
+                     "its cost: `toolsift bench router --speed-only`)." if g.get("variants") else ""),
+                  "", *_cross_fit_table(g)]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]
     return lines + [""]

@@ -99,6 +99,10 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert any(g["today"][k]["ndcg@5"] != c["today"][k]["ndcg@5"] for k in c["today"])
     for k, v in g["new"].items():
         assert v["n"] == c["new"][k]["n"] and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
+    # beside the new default: each part also ranked by its own vector, which never moves the first five
+    hybrid = g["variants"]["part_signal hybrid"]
+    assert set(hybrid) == set(g["new"])
+    assert all(abs(hybrid[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
     # where the missing gold tools are: every one below 10 or outside the top 60, once
     for f, row in g["misses"].items():
         assert g["new"][f"{f}|multi"]["n"] == row["requests"] >= row["incomplete"]
@@ -107,5 +111,6 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert any(row["missing"] for row in g["misses"].values())
     report = (tmp_path / "report.md").read_text()
     assert "General encoder (the shipped default encoder), cross-fitted" in report
+    assert "`today` = the router before issue 38 (companions and part tools off)" in report
     assert "Where the general encoder's missing gold tools are" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
