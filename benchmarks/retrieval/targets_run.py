@@ -67,12 +67,17 @@ def _length_lines(s: dict[str, Any]) -> list[str]:
              round(v["hybrid"]["p50"], 2), round(v["hybrid"]["p95"], 2), round(v["hybrid"]["cpu_p50"], 2),
              round(v["dense"]["p50"], 2), round(v["dense"]["cpu_p50"], 2),
              *([round(v["hybrid_one_thread"]["p50"], 2), round(v["hybrid_one_thread"]["cpu_p50"], 2)]
-               if "hybrid_one_thread" in v else ["-", "-"])] for k, v in by.items()]
+               if "hybrid_one_thread" in v else ["-", "-"]),
+             *([round(v["hybrid_parts_encoded"]["p50"], 2), round(v["hybrid_parts_encoded"]["cpu_p50"], 2)]
+               if "hybrid_parts_encoded" in v else ["-", "-"])] for k, v in by.items()]
     return ["", "Route latency by request length, same catalog and process (wall p50/p95, CPU p50 of the "
                 "process, both encoder threads counted):", "",
             _table(["requests", "n", "words per request (range)", "hybrid p50 ms", "hybrid p95 ms",
                     "hybrid CPU p50 ms", "dense p50 ms", "dense CPU p50 ms", "one encoder thread: hybrid p50 ms",
-                    "one encoder thread: CPU p50 ms"], rows)]
+                    "one encoder thread: CPU p50 ms", "parts encoded apart: hybrid p50 ms",
+                    "parts encoded apart: CPU p50 ms"], rows),
+            "", "`parts encoded apart`: the same routes with `part_signal=\"hybrid\"` (router.ranking.part_tools: "
+                "each part of a multi-part request also ranked by its own vector), not the default."]
 
 
 def _encoder_speed_lines(s: dict[str, Any]) -> list[str]:

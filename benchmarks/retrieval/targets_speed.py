@@ -130,7 +130,9 @@ def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
     agent-length requests separately, with their words per request: a mix dominated by short
     questions says nothing of what an agent's several-sentence request costs. ``hybrid_one_thread``:
     the same hybrid routes with the encoder's two-threaded session for long queries off (the
-    baseline it is measured against, router.encoders.onnx_encoder)."""
+    baseline it is measured against, router.encoders.onnx_encoder). ``hybrid_parts_encoded``: the
+    same hybrid routes with ``part_signal="hybrid"`` (each part of a multi-part request also encoded
+    apart, router.ranking.part_tools): what that setting costs over the default."""
     from .scale import _latency
 
     encoder = router.embedder.model
@@ -159,6 +161,9 @@ def by_length(router, texts: list[str], quick: bool) -> dict[str, Any]:
                         for m in ("hybrid", "dense")}, "stages": stages(router, qs)}
         if wide is not None:
             out[name]["hybrid_one_thread"] = {k: round(v, 2) for k, v in _latency(one_thread, qs).items()}
+        encoded = router.configured(part_signal="hybrid")
+        out[name]["hybrid_parts_encoded"] = {
+            k: round(v, 2) for k, v in _latency(lambda q: encoded.select(q, k=5, method="hybrid"), qs).items()}
     return out
 
 

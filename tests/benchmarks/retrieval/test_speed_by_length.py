@@ -49,3 +49,6 @@ def test_short_and_agent_requests_are_timed_apart_and_make_the_readme_row(tmp_pa
     one = agent["hybrid_one_thread"]
     assert one["p50"] > 0 and f"one encoder thread: {one['p50']:.2f} ms wall" in row
     assert stb_router.embedder.model.wide_queries  # restored after the baseline
+    # what part_signal="hybrid" costs, measured in the same run on the same requests
+    encoded = agent["hybrid_parts_encoded"]
+    assert encoded["p50"] > 0 and encoded["cpu_p50"] > 0
