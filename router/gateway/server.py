@@ -1,6 +1,6 @@
 """The gateway's own MCP face: its tools' schemas, results, and the stdio / HTTP servers.
 
-Split from `router.gateway.gateway` (which holds the upstreams, catalog, index and checks);
+Split from `router.gateway.gateway` (which holds the upstreams, catalog and index; the checks: calls);
 everything here imports `mcp` lazily.
 """
 from __future__ import annotations

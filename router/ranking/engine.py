@@ -3,43 +3,39 @@
 ``Router.open(db)`` uses the catalog and the indexes ``toolsift index`` persisted next
 to it; ``Router.from_records(records)`` builds an in-memory router for an ad-hoc tool list
 (the middleware's case), reusing embeddings cached by (model id, content hash).
+Its dense side (router.ranking.dense_side) and the assembly of the chosen tools into
+selections (router.ranking.assembly) are mixed in from their own modules.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from dataclasses import replace
-from functools import cache, partial
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 import numpy as np
 
 from apidb.record import ApiRecord
 
-from . import explain
 from .. import text as rtext
 from .adaptive_k import AdaptiveK
-from .budget import admit
-from .companions import Companion, RelationGraph, stored_co_use
+from .assembly import SelectionAssembly
+from .companions import RelationGraph, stored_co_use
 from .config import METHODS, RouterConfig, config_for_model
 from .coverage import clause_spans
-from ..encoders.dense import (DEFAULT_MODEL, Embedder, default_cache_dir, embed_with_cache, encode_with_spans,
-                    intra_op_threads, resolve_encoder)
+from .dense_side import DenseSide
+from ..encoders.dense import DEFAULT_MODEL, Embedder, default_cache_dir, intra_op_threads, resolve_encoder
 from ..errors import RouterError
 from .exact_names import NameTable
 from .fusion import Ranking, fuse, interleave, rrf
 from ..index.lexical import LexicalIndex
 from ..index.vector_index import DenseIndex
 from .query import normalize_query, sentence_spans, split_query
-from .selection import Selection, SelectionList
+from .selection import SelectionList
 from .shaping import Parts, part_signals, shape
-from ..index.vector_store import vector_cache
-from ..tokens import tool_tokens
 
 _GROUP_KEYS = ("tool_name", "tool", "server")
-_DENSE_BUILD = threading.RLock()
 
 
 def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
@@ -53,13 +49,7 @@ def _groups(records: Sequence[ApiRecord]) -> np.ndarray | None:
     return out if 0 < len(ids) < len(records) else None
 
 
-def _companion_fields(records: Sequence[ApiRecord], reason: str, why: Companion | None) -> dict[str, Any]:
-    if reason != "companion" or why is None:
-        return {}
-    return {"companion_of": records[why.anchor].id, "relation": why.kind}
-
-
-class Router:
+class Router(DenseSide, SelectionAssembly):
     """Hybrid BM25 + dense retrieval over a fixed set of records (see the module doc)."""
 
     def __init__(self, records: Sequence[ApiRecord], *, model: str | None = None,
@@ -93,7 +83,7 @@ class Router:
         self._index_cache: Path | None = None  # <catalog>.index/cache for a router opened on a catalog
         self._embedder: Embedder | None = None
         self._tool_tokens: dict[str, int] = {}
-        self._field_memo: dict[int, list[tuple[str, frozenset[str]]]] = {}  # see _fields_of
+        self._field_memo: dict[int, list[tuple[str, frozenset[str]]]] = {}  # see SelectionAssembly._fields_of
         self._names: NameTable | None = None
         self._name_memo: dict | None = None  # a previous router's normalized names (router.ranking.watch)
         self.co_use: list = []  # learned co-use relations (apidb.relations), e.g. the catalog's
@@ -151,44 +141,6 @@ class Router:
                         dense_enabled=self._dense_enabled, encoder=self.encoder)
         router._index_cache = self._index_cache
         return router
-
-    # ---- dense side ------------------------------------------------------------------
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = Embedder(self.model_id, self.encoder)
-        return self._embedder
-
-    def dense_index(self, *, on_start: Callable[[int], None] | None = None,
-                    on_batch: Callable[[int], None] | None = None) -> DenseIndex | None:
-        """The dense index, built from cached/new embeddings on first use (None if disabled).
-        ``on_start(n_to_encode)`` and ``on_batch(n)`` report the encoding's progress."""
-        if self._dense is None and self._dense_enabled:
-            with _DENSE_BUILD:  # concurrent first requests build it once
-                if self._dense is None:
-                    self._dense = self._build_dense(on_start, on_batch)
-        return self._dense
-
-    def _build_dense(self, on_start: Callable[[int], None] | None = None,
-                     on_batch: Callable[[int], None] | None = None) -> DenseIndex:
-        # the index's cache, the user-level one, the shipped vectors; the model only for the rest
-        cache = vector_cache(self.model_id, self.encoder, index_cache=self._index_cache, user_dir=self._cache_dir)
-        keys = [rtext.embedding_key(r) for r in self.records]
-        if on_start is not None:
-            on_start(sum(v is None for v in cache.get_many(keys)))
-        vecs, _ = embed_with_cache(self.embedder, cache, keys, lambda i: rtext.record_passage(self.records[i]),
-                                   on_batch=on_batch)
-        return DenseIndex(vecs)
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Query vectors. Benchmarks replace this with a cached version."""
-        return self.embedder.encode_queries(texts)
-
-    def encode_query_sentences(self, query: str, spans: list[tuple[int, int]], how: str) -> np.ndarray:
-        """Rows: the query's vector, then one per sentence span (see RouterConfig.sentence_vectors)."""
-        if how == "separate":
-            return self.encode_queries([query] + [query[s:e] for s, e in spans])
-        return encode_with_spans(self.embedder.model, query, spans)
 
     # ---- selection -------------------------------------------------------------------
     def relation_graph(self) -> RelationGraph:
@@ -382,60 +334,6 @@ class Router:
             ranking = rrf(rankings, self.config.rrf_k)
         part_info = part_signals(self, query, clauses, method, cvecs) if clauses else None
         return ranking, bm25s_[0], None if qvecs is None else qvecs[0], part_info
-
-    def _tokens_of(self, rec: ApiRecord) -> int:
-        if rec.id not in self._tool_tokens:
-            self._tool_tokens[rec.id] = tool_tokens(rec.to_openai_tool())
-        return self._tool_tokens[rec.id]
-
-    def _assemble(self, query: str, ranking: Ranking, bm25_all: np.ndarray, qvec: np.ndarray | None,
-                  k: int, pins: list[int], min_score: float | None, budget: int | None,
-                  relative_cut: float | None = None, named: set[int] = frozenset(),
-                  companions: dict[int, Companion] | None = None,
-                  part_tools: dict[int, str] | None = None) -> SelectionList:
-        # tolist() first: a dict built from numpy scalars cost ~0.5 ms per query at 20k tools (profile)
-        fused = dict(zip(ranking.docs.tolist(), ranking.scores.tolist()))
-        chosen, report = admit(ranking.docs.tolist(), fused, k, pins, min_score, budget,
-                               lambda d: self._tokens_of(self.records[d]), lambda d: self.records[d], relative_cut)
-        companions, part_tools = companions or {}, part_tools or {}
-        chosen = [(d, "named" if d in named and why == "ranked" else
-                   "companion" if d in companions and why == "ranked" else
-                   "part" if d in part_tools and why == "ranked" else why) for d, why in chosen]
-        return SelectionList(self._explain(query, chosen, fused, bm25_all, qvec, budget is not None, companions,
-                                           part_tools), report)
-
-    def _explain(self, query: str, chosen: list[tuple[int, str]], fused: dict[int, float],
-                 bm25_all: np.ndarray, qvec: np.ndarray | None, with_tokens: bool = False,
-                 companions: dict[int, Companion] | None = None,
-                 part_tools: dict[int, str] | None = None) -> list[Selection]:
-        stems = cache(lambda: explain.content_words(query))  # the query's words, stemmed once if read
-        docs = np.array([d for d, _ in chosen], dtype=np.int64)
-        dense = self._dense.score(qvec, docs) if (qvec is not None and len(docs)) else None
-        out = []
-        for pos, (d, reason) in enumerate(chosen):
-            rec = self.records[d]
-            # a content word is a BM25 query token, and a record's explained fields are the ones its
-            # BM25 document was built from: no BM25 score, no matched term (skips a dense-only hit)
-            # found when first read (Selection.explainer): the proxy never reads them
-            hits = partial(self._matched, stems, d) if bm25_all[d] > 0 else None
-            out.append(Selection(record=rec, score=fused.get(d, 0.0), rank=pos + 1,
-                                 bm25_score=float(bm25_all[d]), dense_score=None if dense is None else float(dense[pos]),
-                                 reason=reason, tokens=self._tokens_of(rec) if with_tokens else None,
-                                 explainer=hits, **_companion_fields(self.records, reason, (companions or {}).get(d)),
-                                 **({"part": part_tools[d]} if reason == "part" and part_tools else {})))
-        return out
-
-    def _matched(self, stems: Callable[[], dict[str, str]], d: int) -> dict[str, list[str]]:
-        return explain.matched_fields(stems(), self.records[d], fields=self._fields_of(d))
-
-    def _fields_of(self, d: int) -> list[tuple[str, frozenset[str]]]:
-        """Record ``d``'s field tokens for explanations, kept by position: the shared memo
-        (explain.field_tokens) is keyed by the content hash, whose canonical JSON cost ~0.1 ms a
-        selected tool on every request (profile of an agent-length route at 20k tools)."""
-        fields = self._field_memo.get(d)
-        if fields is None:
-            fields = self._field_memo[d] = explain.field_tokens(self.records[d], self.config.field_weights)
-        return fields
 
     # ---- misc ------------------------------------------------------------------------
     def __len__(self) -> int:
