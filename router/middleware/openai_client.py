@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import CLIENT_MODES, CallCheck, Exchange, StreamAssembler, check_mode
+from .checks import CLIENT_MODES, CallCheck, Exchange, check_mode
 from .errors import HallucinatedCallError
 from .request import RequestRouter
 from .routed import as_dict
+from .streamed import StreamAssembler
 
 
 _OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
