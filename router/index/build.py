@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from apidb.catalog import Catalog, default_db_path, is_server_url
+from apidb.catalog import Catalog, is_server_url
 from apidb.errors import CatalogError
+from apidb.location import default_db_path
 from apidb.record import ApiRecord
 
 from .. import text as rtext
