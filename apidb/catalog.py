@@ -27,6 +27,8 @@ from .rows import COLUMNS, record_to_row, row_to_record
 from .stored import STORED_SCHEMA, StoredData
 from ._postgres import display_url, is_server_url
 from .errors import CatalogError
+from .limits import check_limits
+from .location import default_db_path
 from .record import ApiRecord
 
 if TYPE_CHECKING:
@@ -39,23 +41,6 @@ SCHEMA_VERSION = 1
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM records"
 _UPSERT = (f"INSERT INTO records ({', '.join(COLUMNS)}) VALUES ({','.join('?' * len(COLUMNS))}) "
            f"ON CONFLICT (id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in COLUMNS[1:])}")
-# What one record's keys may hold, the same in both stores (issue 42): PostgreSQL's btree refuses an
-# index entry over ~2.7 KB (the id is the primary key, the namespace indexed), SQLite has no limit,
-# so a long name was accepted by one and refused by the other. In UTF-8 bytes, with room to spare.
-MAX_ID_BYTES = 1024
-MAX_NAMESPACE_BYTES = 256
-
-
-def check_limits(rec: ApiRecord) -> None:
-    """CatalogError naming the record and field when its keys pass the store limits."""
-    for field, value, limit in (("namespace", rec.namespace, MAX_NAMESPACE_BYTES), ("id", rec.id, MAX_ID_BYTES)):
-        size = len(value.encode("utf-8", "surrogatepass"))
-        if size > limit:
-            what = "namespace" if field == "namespace" else "name (the id is namespace/name)"
-            raise CatalogError(f"record {value[:60]!r}...: field {field!r} is {size:,} bytes; a record's {what} "
-                               f"may be at most {limit:,} bytes (UTF-8) in either store")
-
-
 _SET_META = "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
 # {blob}: BLOB in SQLite, BYTEA in PostgreSQL; everything else reads the same in both
 _SCHEMA = """
@@ -84,21 +69,6 @@ def lock_timeout() -> float:
     except ValueError:
         return DEFAULT_LOCK_TIMEOUT
     return value if value >= 0 else DEFAULT_LOCK_TIMEOUT
-
-
-def catalog_location(value: str | os.PathLike[str]) -> str | Path:
-    """A --db value as the catalog it names: a PostgreSQL URL stays a string, a file a Path."""
-    return value if is_server_url(value) else Path(value)
-
-
-def default_db_path() -> Path | str:
-    """``$TOOLSIFT_DB`` (a file or a ``postgresql://`` URL), else ``$XDG_DATA_HOME/toolsift/catalog.db``
-    (``~/.local/share``)."""
-    env = os.environ.get("TOOLSIFT_DB")
-    if env:
-        return catalog_location(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "toolsift" / "catalog.db"
 
 
 @dataclass(frozen=True)
@@ -402,8 +372,3 @@ class Catalog(StoredData):
         self._db.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
                          (str(SCHEMA_VERSION),))
         self._db.notify(f"{key}:{value}")
-
-def catalog_exists(location: str | os.PathLike[str]) -> bool:
-    """Whether a file catalog exists (a server URL is always taken to exist: connecting says)."""
-    return is_server_url(location) or Path(location).exists()
-

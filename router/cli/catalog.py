@@ -6,7 +6,8 @@ from typing import Optional
 
 import typer
 
-from apidb.catalog import Catalog, SyncReport, check_limits
+from apidb.catalog import Catalog, SyncReport
+from apidb.limits import check_limits
 from apidb.errors import CatalogError
 from apidb.display import printable
 from apidb.relations import KINDS
@@ -55,7 +56,7 @@ def add(sources: list[Path] = typer.Argument(..., metavar="SOURCES", show_defaul
     results = load_sources(sources, fmt, namespace, skip_invalid)
     records, namespaces = [], set()
     for res in results:
-        for rec in res.records:  # the stores' key limits, said with the file (apidb.catalog.check_limits)
+        for rec in res.records:  # the stores' key limits, said with the file (apidb.limits.check_limits)
             try:
                 check_limits(rec)
             except CatalogError as exc:

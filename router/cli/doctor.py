@@ -40,7 +40,8 @@ def _check(name: str, status: str, detail: str) -> dict[str, str]:
 
 
 def _catalog_checks(db, index_dir) -> list[dict[str, str]]:
-    from apidb.catalog import Catalog, catalog_exists
+    from apidb.catalog import Catalog
+    from apidb.location import catalog_exists
     from apidb.errors import ToolsiftError
 
     checks = []

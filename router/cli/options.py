@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from apidb.catalog import catalog_location, default_db_path
+from apidb.location import catalog_location, default_db_path
 
 # a string, not a Path: Path("postgresql://u@h/db") would fold the URL's "//" into "/"
 Db = Annotated[Optional[str], typer.Option(

@@ -89,7 +89,7 @@ def run(*, upstream: str, db, host: str, port: int, k: int, on_hallucination: st
         anthropic: bool, tenants: Optional[Path] = None, adaptive_k: bool = False, on_abstain: str = "flag",
         usage_log: Optional[Path] = None, usage_log_content: bool = False,
         tool_search: str = TOOL_SEARCH_DEFAULT, header_timeout: float = 10.0) -> None:
-    from apidb.catalog import catalog_exists, catalog_location, default_db_path
+    from apidb.location import catalog_exists, catalog_location, default_db_path
     from router.middleware.checks import PROXY_MODES, check_mode
     from router.middleware.app import create_app
     from router.middleware.server import bind, serve

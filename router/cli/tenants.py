@@ -84,7 +84,8 @@ def check(path: Path = typer.Argument(..., help="The tenants file (TOML)."), db:
 def _namespace_counts(db: Path | str | None) -> dict[str, int] | None:
     """Tools per namespace of the catalog (a file or a PostgreSQL URL), or None when there is no
     catalog to look at."""
-    from apidb.catalog import Catalog, catalog_exists
+    from apidb.catalog import Catalog
+    from apidb.location import catalog_exists
 
     path = catalog_path(db)
     if not catalog_exists(path):

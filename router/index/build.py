@@ -10,9 +10,9 @@ A build writes a new ``build-<token>/`` directory, then replaces ``manifest.json
 atomically (temp file + ``os.replace``), then deletes older builds. A killed build
 therefore leaves the previous manifest and build in place and usable.
 
-Integrity: the manifest holds the sha256 of every file of its build, checked at load. A
-file that fails its checksum (a flipped bit changes faiss' top 5 silently) is treated as
-missing: BM25 rebuilt in memory, dense vectors from the embedding cache (a zip whose
+Integrity (integrity.py): the manifest holds the sha256 of every file of its build, checked
+at load. A file that fails its checksum (a flipped bit changes faiss' top 5 silently) is treated
+as missing: BM25 rebuilt in memory, dense vectors from the embedding cache (a zip whose
 members carry CRCs) or dense search off, each with a warning. Every file and folder of
 the index takes the catalog file's permissions, so whoever may read the catalog may read
 its index (a 0600 manifest made other users of a shared catalog route keyword-only).
@@ -32,13 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from apidb.catalog import Catalog, default_db_path, is_server_url
+from apidb.catalog import Catalog, is_server_url
 from apidb.errors import CatalogError
+from apidb.location import default_db_path
 from apidb.record import ApiRecord
 
 from .. import text as rtext
 from ..encoders.dense import BASE_MODEL, DEFAULT_MODEL, Embedder, embed_with_cache, model_identity, resolve_encoder, vector_space
 from ..errors import RouterError
+from .integrity import _checksums, _distrust, _failing
 from .lexical import LexicalIndex
 from .vector_index import DenseIndex
 from .stored import catalog_digest, store_index, stored_status
@@ -95,45 +97,6 @@ def _read_manifest(index_dir: Path) -> dict:
     if not isinstance(data["build"], str) or not _BUILD_NAME.fullmatch(data["build"]):
         raise ValueError(f"build {str(data['build'])[:40]!r} is not a build folder name")
     return data
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def _checksums(bdir: Path) -> dict[str, str]:
-    """sha256 of every file of a build, by path relative to the build folder."""
-    return {p.relative_to(bdir).as_posix(): _sha256(p) for p in sorted(bdir.rglob("*")) if p.is_file()}
-
-
-def _failing(bdir: Path, manifest: dict, prefixes: tuple[str, ...] = ("",)) -> set[str] | None:
-    """Files of the build whose content does not match the manifest's checksum (or that
-    are missing); None when the manifest has no checksums (built by an older toolsift).
-    Only files under ``prefixes`` are read (a BM25-only load never hashes the dense files)."""
-    files = manifest.get("files")
-    if not isinstance(files, dict):
-        return None
-    bad = set()
-    for rel, digest in files.items():
-        if not str(rel).startswith(prefixes):
-            continue
-        path = bdir / str(rel)
-        try:
-            ok = path.resolve().is_relative_to(bdir.resolve()) and _sha256(path) == digest
-        except OSError:
-            ok = False
-        if not ok:
-            bad.add(str(rel))
-    return bad
-
-
-def _distrust(failing: set[str] | None, prefix: str) -> str | None:
-    """Why the build's files under ``prefix`` must not be used (see `_failing`), or None."""
-    if failing is None:
-        return "has no checksums (built by an older toolsift)"
-    bad = sorted(f for f in failing if f.startswith(prefix))
-    return f"fails its checksum ({', '.join(bad)[:120]} damaged or changed since the build)" if bad else None
 
 
 def _modes_of(db: Path) -> tuple[int, int] | None:

@@ -10,9 +10,10 @@
 
 Everything else in this package is internal.
 """
+from .annotation import Annotation
 from .checks import CallCheck, Exchange
 from .errors import HallucinatedCallError, MiddlewareError, RequestError, WireError
-from .openai_client import Annotation, wrap
+from .openai_client import wrap
 from .policy import CONTROL_TOOLS
 from .app import create_app
 from .request import RequestRouter

@@ -1,7 +1,7 @@
 """One request's exchange with the model: check the answer's tool calls against the tools
-that were offered, build a repair turn, and put streamed answers back together to check them.
-No I/O happens here: `Exchange` is a small state machine that the sync wrapper, the async
-wrapper and the proxy each drive with their own transport.
+that were offered and build a repair turn (a streamed answer is first put back together by
+streamed.py). No I/O happens here: `Exchange` is a small state machine that the sync wrapper,
+the async wrapper and the proxy each drive with their own transport.
 
 The exchange speaks Chat Completions (`CHAT`); the Responses and Messages APIs plug in as other
 `Api` objects (router/middleware/responses.py, messages.py) that turn their request into the
@@ -10,7 +10,6 @@ for the checker.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ from .errors import RequestError
 from .request import MAX_TOOLS, RequestRouter, tool_name
 from .routed import RoutedRequest, as_dict, capped_json
 from .request_body import ToolList
+from .streamed import StreamAssembler
 
 
 # ------------------------------------------------------------------ checking and repair
@@ -372,60 +372,3 @@ class Exchange:
             self.routed.offered.append(original[names.index(name)])
             self.routed.selected.append({"name": name, "reason": "restored"})
             offered.add(name)
-
-
-# ------------------------------------------------------------------ streaming
-
-class StreamAssembler:
-    """Rebuilds the messages of a streamed answer from its chunks, to check them at the end."""
-
-    def __init__(self) -> None:
-        self.choices: dict[int, dict] = {}
-
-    def feed(self, chunk: Any) -> None:
-        for ch in (as_dict(chunk) or {}).get("choices") or []:
-            msg = self.choices.setdefault(ch.get("index", 0), {"role": "assistant", "content": None, "calls": {}})
-            delta = ch.get("delta") or {}
-            if delta.get("content"):
-                msg["content"] = (msg["content"] or "") + delta["content"]
-            for tc in delta.get("tool_calls") or []:
-                slot = msg["calls"].setdefault(tc.get("index", 0), {"id": None, "type": "function",
-                                                                    "function": {"name": "", "arguments": ""}})
-                slot["id"] = tc.get("id") or slot["id"]
-                fn = tc.get("function") or {}
-                slot["function"]["name"] += fn.get("name") or ""
-                slot["function"]["arguments"] += fn.get("arguments") or ""
-
-    def feed_line(self, line: str) -> None:
-        """One SSE line as relayed by the proxy."""
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            try:
-                self.feed(json.loads(line[5:]))
-            except ValueError:
-                pass  # not ours to judge; the client sees it as sent
-
-    def decision(self, search: str) -> str | None:
-        """"search" once the first choice starts with a call to ``search``, "commit" once it starts
-        with text or another call, None while nothing tells yet (router/middleware/search.py)."""
-        msg = self.choices.get(0)
-        if msg is None:
-            return None
-        if msg["content"]:
-            return "commit"
-        if msg["calls"]:
-            name = msg["calls"][min(msg["calls"])]["function"]["name"]
-            return ("search" if name == search else "commit") if name else None
-        return None
-
-    def is_end(self, line: str) -> bool:
-        """The line before which the verdict comment goes (clients stop reading after it)."""
-        return line.startswith("data:") and line[5:].strip() == "[DONE]"
-
-    def response(self) -> dict:
-        choices = []
-        for i, msg in sorted(self.choices.items()):
-            m = {"role": "assistant", "content": msg["content"]}
-            if msg["calls"]:
-                m["tool_calls"] = [msg["calls"][j] for j in sorted(msg["calls"])]
-            choices.append({"index": i, "message": m})
-        return {"choices": choices}

@@ -209,7 +209,7 @@ class MessagesStream:
                 block["text"] = block.get("text", "") + (delta.get("text") or "")
 
     def decision(self, search: str) -> str | None:
-        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (thinking blocks wait)."""
+        """"search" / "commit" / None, as `streamed.StreamAssembler.decision` (thinking blocks wait)."""
         for i in sorted(self.blocks):
             block = self.blocks[i]
             if block.get("type") in ("thinking", "redacted_thinking"):

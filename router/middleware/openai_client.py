@@ -14,43 +14,18 @@ streamed answer has already been delivered, so it is annotated, not repaired.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checks import CLIENT_MODES, CallCheck, Exchange, StreamAssembler, check_mode
+from .annotation import Annotation, _annotate, _annotation
+from .checks import CLIENT_MODES, Exchange, check_mode
 from .errors import HallucinatedCallError
 from .request import RequestRouter
 from .routed import as_dict
+from .streamed import StreamAssembler
 
 
 _OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
-
-
-@dataclass
-class Annotation:
-    """What toolsift did to one request; attached to the response as ``.toolsift``."""
-
-    selected: list[dict]
-    tools_in: int
-    tools_out: int
-    injected: bool = False
-    checks: list[CallCheck] = field(default_factory=list)
-    repairs: int = 0
-    route: str = ""  # what routing did, as in the proxy's x-toolsift-route header
-
-    @property
-    def verdicts(self) -> list[Any]:
-        return [c.verdict for c in self.checks]
-
-    @property
-    def ok(self) -> bool:
-        return all(c.verdict.ok for c in self.checks)
-
-    def to_dict(self) -> dict:
-        return {"selected": self.selected, "tools_in": self.tools_in, "tools_out": self.tools_out,
-                "injected": self.injected, "verdicts": [c.to_dict() for c in self.checks], "repairs": self.repairs,
-                "route": self.route}
 
 
 def wrap(client: Any, router: Any = None, *, k: int = 5, on_hallucination: str = "annotate", max_repairs: int = 2,
@@ -126,16 +101,6 @@ def _keep(options: dict) -> tuple[str, ...]:
     """Tool names a call marks as needed with ``extra_headers={"x-toolsift-keep": "a,b"}``."""
     value = next((v for k, v in (options.get("extra_headers") or {}).items() if k.lower() == "x-toolsift-keep"), "")
     return tuple(n.strip() for n in str(value or "").split(",") if n.strip())
-
-
-def _annotation(ex: Exchange) -> Annotation:
-    r = ex.routed
-    return Annotation(r.selected, r.tools_in, r.tools_out, r.injected, ex.checks, ex.repairs, r.route_header())
-
-
-def _annotate(obj: Any, ex: Exchange) -> Any:
-    object.__setattr__(obj, "toolsift", _annotation(ex))  # not a model field: stays out of model_dump()
-    return obj
 
 
 def _finish(ex: Exchange, mode: str) -> Any:

@@ -1,6 +1,6 @@
 """The proxy's streamed answers and its error bodies.
 
-A stream is relayed line by line as it arrives; the API's stream watcher (checks.StreamAssembler,
+A stream is relayed line by line as it arrives; the API's stream watcher (streamed.StreamAssembler,
 responses.ResponsesStream, messages.MessagesStream) rebuilds the calls and says which line ends the
 stream, and the verdicts go in an SSE comment just before it (clients ignore comments). Streamed
 answers are annotated, never repaired or rejected: they were delivered already.

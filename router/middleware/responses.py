@@ -229,7 +229,7 @@ class ResponsesStream:
             self.final = data["response"]
 
     def decision(self, search: str) -> str | None:
-        """"search" / "commit" / None, as `checks.StreamAssembler.decision` (reasoning items wait)."""
+        """"search" / "commit" / None, as `streamed.StreamAssembler.decision` (reasoning items wait)."""
         for i in sorted(self._added):
             item = self._added[i]
             if item.get("type") == "reasoning":

@@ -102,7 +102,8 @@ class Router(DenseSide, SelectionAssembly):
         catalog itself stores (vectors, snapshots; nothing is embedded), and with ``watch`` follows
         the catalog's changes without a restart (router.ranking.watch.LiveRouter; ``close()`` stops it).
         """
-        from apidb.catalog import default_db_path, is_server_url
+        from apidb.catalog import is_server_url
+        from apidb.location import default_db_path
 
         location = db_path or default_db_path()
         if watch or is_server_url(location):

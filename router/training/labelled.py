@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apidb.catalog import Catalog, catalog_location, is_server_url
+from apidb.catalog import Catalog, is_server_url
+from apidb.location import catalog_location
 from apidb.errors import CatalogError
 from apidb.jsonl import JsonLineError, TextFileError, parse_lines, read_utf8
 from apidb.record import ApiRecord

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-MAX_ID_BYTES = 1024  # the documented limit (apidb.catalog.MAX_ID_BYTES, docs)
+MAX_ID_BYTES = 1024  # the documented limit (apidb.limits.MAX_ID_BYTES, docs)
 from tests.support.cli import toolsift
 
 
