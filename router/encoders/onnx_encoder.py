@@ -131,8 +131,8 @@ class OnnxEncoder:
     query is too small to split across threads. A long query (``WIDE_QUERY_TOKENS`` word pieces
     or more: an agent's request of several sentences) runs on a second, two-threaded session
     when a core is idle (``idle_cores``): the encoder is most of such a route, and two threads
-    that spin between operators cut its wall time (agent-length routes at 20k tools, p50 9.23 →
-    7.88 ms wall for 9.20 → 11.58 ms CPU: `toolsift bench router --speed-only`, docs/encoder.md).
+    that spin between operators cut its wall time (agent-length routes at 20k tools, p50 8.95 →
+    7.33 ms wall for 8.95 → 10.86 ms CPU: `toolsift bench router --speed-only`, docs/encoder.md).
     On busy cores the single thread is cheaper and no slower, so the wide session is skipped
     there; ``wide_queries=False`` (or the environment's ``TOOLSIFT_QUERY_THREADS=1``) turns it off.
     """
