@@ -98,6 +98,11 @@ class RouterConfig:
     # --only parts` (docs/routing.md).
     part_tools: int = 1
     part_signal: str = "bm25"
+    # Adaptive k sends each part's own tool whenever it is in the ceiling's places, after the tools
+    # the cut keeps (router.ranking.shaping): the cut weighs a tool against the whole request, the
+    # wrong yardstick for a tool that is there for one part. Measured by `toolsift bench routing
+    # --only companions` (all gold sent and tokens, with and without; docs/routing.md).
+    adaptive_part_tools: bool = True
 
     @property
     def companion_weights(self) -> dict[str, float]:

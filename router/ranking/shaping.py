@@ -12,7 +12,8 @@ Order, and why:
 3. the abstention decision reads the raw evidence (not the min-max normalized scores, whose top
    is always 1): no named tool and weak evidence → abstain;
 4. adaptive k picks how many of the ranked tools are candidates for admission (router.ranking.budget
-   then applies ``min_score`` and the token budget as before).
+   then applies ``min_score`` and the token budget as before); each part's own tool among the
+   ceiling's places is sent after the ones the cut keeps (``adaptive_part_tools``).
 """
 from __future__ import annotations
 
@@ -101,6 +102,20 @@ def _promote(ranking: Ranking, named: list[int]) -> Ranking:
                    np.concatenate([np.array(front_scores, dtype=np.float64), ranking.scores[rest]]))
 
 
+def _send_part_tools(ranking: Ranking, n: int, ceiling: int, part_tools: dict[int, str]) -> tuple[Ranking, int]:
+    """The adaptive cut keeps ``n`` tools by their strength against the whole request; a part's own
+    tool is there for its part (a short clause scores low against the whole), so each one among the
+    first ``ceiling`` places beyond the cut moves right after the ``n`` kept and is sent too. Fixed
+    k never comes here: its order is unchanged."""
+    docs = ranking.docs[:ceiling].tolist()
+    late = [i for i in range(n, len(docs)) if docs[i] in part_tools]
+    if not late:
+        return ranking, n
+    moved = set(late)
+    order = np.array(list(range(n)) + late + [i for i in range(n, len(ranking)) if i not in moved], dtype=np.int64)
+    return Ranking(ranking.docs[order], ranking.scores[order]), n + len(late)
+
+
 def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowed: np.ndarray | None,
           method: str, k: int, adaptive: AdaptiveK | None, qvec: np.ndarray | None,
           bm25_all: np.ndarray, abstain_below: float | None) -> Shaped:
@@ -136,5 +151,7 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
         s = np.array([1.0 if d in named else strengths.get(d, float(sc) / top)
                       for d, sc in zip(ranking.docs[:k].tolist(), ranking.scores[:k].tolist())])
         n = adaptive.cut(s, k)
+        if c.adaptive_part_tools:
+            ranking, n = _send_part_tools(ranking, n, k, part_tools)
     return Shaped(ranking, n, named, strengths, abstention, 1 if parts is None else max(1, len(parts.spans)),
                   companions, part_tools)

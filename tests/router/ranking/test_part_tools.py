@@ -61,3 +61,28 @@ def test_route_json_says_which_part_a_tool_is_the_best_of(g2, tmp_path):
     assert {t["id"] for t in parts} <= set(_ids(lib))
     table = toolsift("route", query, "-k", "10", "--method", "bm25", db=tmp_path / "g2.db", terminal=True)
     assert "best for “" in table.stdout
+
+
+def test_adaptive_k_sends_each_parts_own_tool_after_the_ones_it_keeps(g2, tmp_path):
+    router, queries = g2
+    held = router.configured(adaptive_part_tools=False)
+    sent_more = 0
+    for q in queries:
+        parts = [s.record.id for s in router.select(q.text, k=10, method="bm25", adaptive=False) if s.reason == "part"]
+        before = _ids(held.select(q.text, method="bm25"))
+        after = _ids(router.select(q.text, method="bm25"))
+        assert set(parts) <= set(after), q.id  # every part's own tool of the first ten is sent
+        assert after[:len(before)] == before, q.id  # the tools the cut keeps, first and in their order
+        assert set(after[len(before):]) <= set(parts), q.id  # then only part tools
+        sent_more += len(after) > len(before)
+    assert sent_more >= 5, sent_more  # the cut had dropped part tools that adaptive k now sends
+    query = next(q.text for q in queries if len(_ids(router.select(q.text, method="bm25")))
+                 > len(_ids(held.select(q.text, method="bm25"))))
+    db = tmp_path / "g2.db"
+    assert toolsift("catalog", "add", shared(*G2), "--format", "toolbench", db=db).returncode == 0
+    ten = toolsift("route", query, "-k", "10", "--method", "bm25", "--json", db=db)
+    r = toolsift("route", query, "--method", "bm25", "--json", db=db)  # no -k: adaptive k
+    assert ten.returncode == 0 and r.returncode == 0, ten.stderr + r.stderr
+    parts = {t["id"] for t in json.loads(ten.stdout)["tools"] if t["reason"] == "part"}
+    tools = json.loads(r.stdout)["tools"]
+    assert parts and parts <= {t["id"] for t in tools if t["reason"] == "part"}
