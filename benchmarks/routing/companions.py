@@ -34,7 +34,6 @@ tokens sent). The grid search itself re-ranks each request's top 60 with `comple
 from __future__ import annotations
 
 import itertools
-import statistics
 from typing import Any
 
 import numpy as np
@@ -42,8 +41,9 @@ import numpy as np
 from apidb.relations import co_use_pairs
 
 from ..retrieval import targets as rt
-from .common import HALVES, _metrics
+from .common import HALVES
 from .half_models import General
+from .set_scores import costs, fast_scores, keeps_single_bound, objective, scores, single_ndcg
 
 FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench",
          "metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -58,11 +58,12 @@ WEIGHTS = (0.0, 0.3, 0.6, 1.0)
 # issue's bound (no single-tool nDCG@5 lower by more than 0.005) on requests nobody chose on.
 KEEPS = (5,)
 POOL = 60
-# Shown beside the general encoder's new default, not chosen from: each part ranked also by its own
-# vector, the parts encoded apart (router.ranking.part_tools; a second encoder pass per request).
-VARIANTS = {"part_signal hybrid": {"part_signal": "hybrid"}}
+# Shown beside the new default, not chosen from (name -> settings laid over it, what to show):
+# adaptive k without each part's own tool sent (router.ranking.shaping), and, for the general
+# encoder, each part ranked also by its own vector (the parts encoded apart: a second encoder pass).
+SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
+VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10")}
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
-MAX_SINGLE_DROP = 0.005
 
 
 def load(quick: bool) -> dict[str, Any]:
@@ -91,8 +92,6 @@ def _today() -> dict[str, Any]:
 
 def _setting(weights: dict[str, float], keep: int) -> dict[str, Any]:
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
-
-
 
 
 def _other(half: str) -> str:
@@ -146,35 +145,6 @@ def learned(sets: dict[str, Any], halves: set[str]) -> dict[str, list]:
     return {k: co_use_pairs(v) for k, v in golds.items()}
 
 
-def _fast(cs: list[Case], ranked: dict[int, list[str]]) -> dict[str, dict[str, float]]:
-    """`_scores` without ranx, for the grid search (thousands of evaluations): binary-gain nDCG@5
-    with log2 discounts, which is ranx's (the final tables are ranx's own)."""
-    disc = 1.0 / np.log2(np.arange(2, 7))
-    groups: dict[str, list[tuple[float, float, float]]] = {}
-    for i, c in enumerate(cs):
-        gold, top = c.q.relevant, ranked[i]
-        dcg = sum(disc[j] for j, rid in enumerate(top[:5]) if rid in gold)
-        ideal = disc[:min(5, len(gold))].sum()
-        groups.setdefault(f"{c.file}|{'multi' if c.multi else 'single'}", []).append(
-            (dcg / ideal if ideal else 0.0, float(gold <= set(top[:5])), float(gold <= set(top[:10]))))
-    return {k: {"ndcg@5": float(np.mean([a for a, _, _ in v])), "all_gold@5": float(np.mean([b for _, b, _ in v])),
-                "all_gold@10": float(np.mean([c for _, _, c in v])), "n": len(v)} for k, v in groups.items()}
-
-
-def _scores(cs: list[Case], ranked: dict[int, list[str]]) -> dict[str, dict[str, float]]:
-    """Per file and group (multi / single): nDCG@5, all-gold@5, all-gold@10, requests."""
-    out: dict[str, dict[str, float]] = {}
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, c in enumerate(cs):
-        groups.setdefault((c.file, "multi" if c.multi else "single"), []).append(i)
-    for (f, g), idx in groups.items():
-        qs = [cs[i].q for i in idx]
-        m = _metrics(qs, {cs[i].q.id: ranked[i] for i in idx})
-        out[f"{f}|{g}"] = {"ndcg@5": m["ndcg@5"], "all_gold@5": m["all_gold@5"], "all_gold@10": m["all_gold@10"],
-                           "n": len(idx)}
-    return out
-
-
 def _offline(cs: list[Case], graphs: dict[tuple[str, str], Any], weights: dict[str, float],
              keep: int) -> dict[int, list[str]]:
     from router.index.scores import Ranking
@@ -190,26 +160,10 @@ def _offline(cs: list[Case], graphs: dict[tuple[str, str], Any], weights: dict[s
     return out
 
 
-def objective(s: dict[str, dict[str, float]]) -> float:
-    vals = [(v["ndcg@5"] + v["all_gold@10"]) / 2 for k, v in s.items() if k.endswith("|multi") and v["n"] >= 5]
-    return statistics.mean(vals) if vals else 0.0
-
-
-def single_ndcg(s: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Single-tool nDCG@5 per file, however few its single-tool requests (the bound holds "anywhere")."""
-    return {k: v["ndcg@5"] for k, v in s.items() if k.endswith("|single")}
-
-
-def _no_single_loss(s: dict[str, dict[str, float]], off: dict[str, float]) -> bool:
-    """The issue's bound: no file's single-tool nDCG@5 lower by more than 0.005."""
-    now = single_ndcg(s)
-    return all(now[k] >= v - MAX_SINGLE_DROP for k, v in off.items())
-
-
 def choose(cs: list[Case], graphs: dict) -> tuple[dict[str, float], int, float]:
     """Coordinate ascent over the kind weights, for each number of kept places; the best objective
     (a setting is kept only if it beats the one before by more than 0.001, none if none beats off)."""
-    off = _fast(cs, _offline(cs, graphs, {k: 0.0 for k in KINDS}, KEEPS[0]))
+    off = fast_scores(cs, _offline(cs, graphs, {k: 0.0 for k in KINDS}, KEEPS[0]))
     floor = single_ndcg(off)
     best = ({k: 0.0 for k in KINDS}, KEEPS[-1], objective(off))
     for keep in KEEPS:
@@ -219,8 +173,8 @@ def choose(cs: list[Case], graphs: dict) -> tuple[dict[str, float], int, float]:
                 trial = dict(w, **{kind: value})
                 if trial == w:
                     continue
-                s = _fast(cs, _offline(cs, graphs, trial, keep))
-                if objective(s) > cur + 0.001 and _no_single_loss(s, floor):
+                s = fast_scores(cs, _offline(cs, graphs, trial, keep))
+                if objective(s) > cur + 0.001 and keeps_single_bound(s, floor):
                     w, cur = trial, objective(s)
         if cur > best[2] + 0.001:
             best = (w, keep, cur)
@@ -260,23 +214,16 @@ def _routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[s
     return ranked, sent
 
 
-def _costs(cs: list[Case], sent: dict[int, tuple[int, int, float]]) -> dict[str, dict[str, float]]:
-    groups: dict[str, list[tuple[int, int, float]]] = {}
-    for i, c in enumerate(cs):
-        groups.setdefault(f"{c.file}|{'multi' if c.multi else 'single'}", []).append(sent[i])
-    return {k: {"tools": float(np.mean([t for t, _, _ in v])), "tokens": float(np.mean([t for _, t, _ in v])),
-                "all_gold_sent": float(np.mean([g for _, _, g in v]))} for k, v in groups.items()}
-
-
 def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
-              variants: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[Case], dict, list[Case]]:
+              variants: dict[str, tuple[dict[str, Any], str]] | None = None) -> tuple[dict[str, Any], list[Case], dict,
+                                                                                    list[Case]]:
     """Weights chosen on each half, the other half scored. ``by_half[h]``: the routers (one per
     catalog) that rank half ``h`` for the choice and then score the other half; the same routers
     for both halves with the base model, the model trained on ``h`` with the general encoder's
     half models, so no request is scored by a model or weights that saw it. Returns the tables,
     the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
-    ``variants``: other router settings (name -> config) laid over each half's choice and scored
-    the same way (top 10 only), shown beside the new default, never chosen from."""
+    ``variants``: other router settings (name -> (config, what to show)) laid over each half's
+    choice and scored the same way, shown beside the new default, never chosen from."""
     co = {h: learned(sets, {_other(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
     graphs = _graphs(sets, co)
     chosen, pooled = {}, []
@@ -292,7 +239,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     new_ranked: dict[int, list[str]] = {}
     today_sent: dict[int, tuple[int, int, float]] = {}
     new_sent: dict[int, tuple[int, int, float]] = {}
-    varied: dict[str, dict[int, list[str]]] = {name: {} for name in variants or {}}
+    varied: dict[str, tuple[dict, dict]] = {name: ({}, {}) for name in variants or {}}
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
         pick = chosen[_other(half)]
         part = cases(sets, by_half[_other(half)], half)  # with its top POOL, for `misses`
@@ -300,15 +247,19 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
             ranked, sent = _routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
-        for name, extra in (variants or {}).items():
-            ranked, _ = _routed(part, {**_setting(pick["weights"], pick["keep"]), **extra}, co, sent_too=False)
-            varied[name].update({len(scored) + j: v for j, v in ranked.items()})
+        for name, (extra, show) in (variants or {}).items():
+            ranked, sent = _routed(part, {**_setting(pick["weights"], pick["keep"]), **extra}, co,
+                                   sent_too=show == "sent")
+            varied[name][0].update({len(scored) + j: v for j, v in ranked.items()})
+            varied[name][1].update({len(scored) + j: v for j, v in sent.items()})
         scored += part
     tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen),
-              "today": _scores(scored, today_ranked),
-              "new": _scores(scored, new_ranked), "cost": {"today": _costs(scored, today_sent),
-                                                           "new": _costs(scored, new_sent)},
-              "variants": {name: _scores(scored, ranked) for name, ranked in varied.items()}}
+              "today": scores(scored, today_ranked),
+              "new": scores(scored, new_ranked), "cost": {"today": costs(scored, today_sent),
+                                                           "new": costs(scored, new_sent)},
+              "variants": {name: {"show": variants[name][1], "scores": scores(scored, ranked),
+                                  **({"cost": costs(scored, sent)} if sent else {})}
+                           for name, (ranked, sent) in varied.items()}}
     return tables, scored, today_ranked, pooled
 
 
@@ -359,7 +310,7 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General
     or why there are none)."""
     sets = {n: d for n, d in sets.items() if n in (QUICK_FILES if quick else FILES)}
     print("  base model:", flush=True)
-    tables, scored, today_ranked, pooled = cross_fit(sets, {h: rts for h in HALVES})
+    tables, scored, today_ranked, pooled = cross_fit(sets, {h: rts for h in HALVES}, SENT)
     lofo = {} if quick else leave_one_family_out(scored, pooled, sets, today_ranked)
     out = {"files": list(sets), **tables, "lofo": lofo}
     if isinstance(general, tuple):
@@ -389,7 +340,7 @@ def leave_one_family_out(cs: list[Case], pooled: list[Case], sets: dict, today: 
         w, keep, _ = choose([c for c in pooled if family(c.file) != fam], graphs)
         test = [cs[i] for i in idx]
         new_ranked, _ = _routed(test, _setting(w, keep), none)
-        out[fam] = {"weights": w, "keep": keep, "today": _scores(test, {j: today[i] for j, i in enumerate(idx)}),
-                    "new": _scores(test, new_ranked)}
+        out[fam] = {"weights": w, "keep": keep, "today": scores(test, {j: today[i] for j, i in enumerate(idx)}),
+                    "new": scores(test, new_ranked)}
         print(f"  leave out {fam}: {w}, keep {keep}", flush=True)
     return out

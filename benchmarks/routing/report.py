@@ -182,11 +182,18 @@ def _usage(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _variant_cells(v: dict[str, Any], key: str) -> str:
+    if v["show"] == "sent":
+        return f" {v['cost'][key]['tokens']:.0f} | {_f(v['cost'][key]['all_gold_sent'])} |"
+    return f" {_f(v['scores'][key]['all_gold@10'])} |"
+
+
 def _cross_fit_table(c: dict[str, Any]) -> list[str]:
     variants = c.get("variants") or {}
+    heads = [f"{what}, {name}" for name, v in variants.items()
+             for what in (["tokens sent", "all gold sent"] if v["show"] == "sent" else ["all gold @10"])]
     lines = ["| file | requests | n | nDCG@5 | all gold @5 | all gold @10 | tools sent | tokens sent | all gold sent |"
-             + "".join(f" all gold @10, {name} |" for name in variants),
-             "|---|---|---|---|---|---|---|---|---|" + "---|" * len(variants)]
+             + "".join(f" {h} |" for h in heads), "|---|---|---|---|---|---|---|---|---|" + "---|" * len(heads)]
     for key in sorted(c["today"], key=lambda k: (k.split("|")[1], k)):
         t, n = c["today"][key], c["new"][key]
         ct, cn = c["cost"]["today"][key], c["cost"]["new"][key]
@@ -195,7 +202,7 @@ def _cross_fit_table(c: dict[str, Any]) -> list[str]:
                      f"{_f(t['all_gold@5'])} → {_f(n['all_gold@5'])} | {_f(t['all_gold@10'])} → {_f(n['all_gold@10'])} | "
                      f"{ct['tools']:.2f} → {cn['tools']:.2f} | {ct['tokens']:.0f} → {cn['tokens']:.0f} | "
                      f"{_f(ct['all_gold_sent'])} → {_f(cn['all_gold_sent'])} |"
-                     + "".join(f" {_f(v[key]['all_gold@10'])} |" for v in variants.values()))
+                     + "".join(_variant_cells(v, key) for v in variants.values()))
     return lines
 
 
@@ -244,7 +251,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
              "file's single-tool nDCG@5 on the choosing half by more than 0.005). Chosen on dev: " + setting(c["chosen"]["dev"])
              + "; on test: " + setting(c["chosen"]["test"]) + ". Shipped: the dev half's choice. Ranking metrics at "
              "a fixed k = 10; `tokens` and `all gold sent` with the shipped adaptive k (cl100k tokens of the tool "
-             "schemas sent, mean per request).", "",
+             "schemas sent, mean per request). Columns `..., part tools not sent by adaptive k`: the new default "
+             "with `adaptive_part_tools` off (adaptive k cuts a part's own tool like any other), not chosen from.", "",
              "Base model (the bundled all-MiniLM-L6-v2):", "", *_cross_fit_table(c)]
     if c.get("lofo"):
         lines += ["", "Leave one family out (base model): the companion setting chosen on every other family, with "
@@ -271,7 +279,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   + "; on test: " + setting(g["chosen"]["test"]) + "."
                   + (" Last column, not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
                      "ranked by its own vector, the parts encoded apart: a second encoder pass per multi-part request; "
-                     "its cost: `toolsift bench router --speed-only`)." if g.get("variants") else ""),
+                     "its cost: `toolsift bench router --speed-only`)." if "part_signal hybrid" in g.get("variants", {})
+                     else ""),
                   "", *_cross_fit_table(g)]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]

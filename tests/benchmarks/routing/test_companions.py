@@ -100,9 +100,14 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     for k, v in g["new"].items():
         assert v["n"] == c["new"][k]["n"] and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
     # beside the new default: each part also ranked by its own vector, which never moves the first five
-    hybrid = g["variants"]["part_signal hybrid"]
+    hybrid = g["variants"]["part_signal hybrid"]["scores"]
     assert set(hybrid) == set(g["new"])
     assert all(abs(hybrid[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
+    # and adaptive k without each part's own tool sent: never more tools than the default sends
+    for table in (c, g):
+        held = table["variants"]["part tools not sent by adaptive k"]["cost"]
+        assert set(held) == set(table["cost"]["new"])
+        assert all(held[k]["tools"] <= v["tools"] + 1e-9 for k, v in table["cost"]["new"].items())
     # where the missing gold tools are: every one below 10 or outside the top 60, once
     for f, row in g["misses"].items():
         assert g["new"][f"{f}|multi"]["n"] == row["requests"] >= row["incomplete"]
@@ -110,6 +115,7 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
         assert row.get("ranked 11-60", 0) + row.get("outside the top 60", 0) == row["missing"]
     assert any(row["missing"] for row in g["misses"].values())
     report = (tmp_path / "report.md").read_text()
+    assert "all gold sent, part tools not sent by adaptive k" in report
     assert "General encoder (the shipped default encoder), cross-fitted" in report
     assert "`today` = the router before issue 38 (companions and part tools off)" in report
     assert "Where the general encoder's missing gold tools are" in report
