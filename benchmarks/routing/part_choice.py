@@ -36,7 +36,8 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
     multi = [n for n in multi_files if n in sets]
     chosen = choose_per_half(scored, 0, multi, list(sets), MAX_DROP)
     crossed = cross_fitted(sets, ranked, chosen)
-    return {"lofo": leave_one_family_out(sets, ranked, multi), "grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
+    return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
+            "lofo": leave_one_family_out(sets, ranked, multi),
             "objective": {str(t): {h: mean_all_gold(scored[t][h], multi) for h in ("dev", "test")} for t in GRID},
             "rows": {"off": scores_by_file(sets, ranked[0], None), "cross-fitted": scores_by_file(sets, crossed, None),
                      "encoded": scores_by_file(sets, encoded, None)}}
