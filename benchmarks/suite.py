@@ -29,6 +29,10 @@ def _out(out: Optional[Path], name: str, quick: bool) -> Path:
     return RESULTS / "quick" / name if quick else RESULTS / name
 
 
+def _csv(value: Optional[str]) -> Optional[list[str]]:
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
 # name -> (module, what it does); each module has run(out_dir, quick) -> dict, which `bench all` calls.
 DELEGATED = {
     "gorilla": ("benchmarks.checker.gorilla_audit", "Gorilla hallucination audit over the 24 released response files"),

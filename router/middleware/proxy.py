@@ -10,8 +10,8 @@ with ``x-toolsift-route: unrouted; reason=...`` on the answer so that nothing is
 Routing decisions and verdicts come back in ``x-toolsift-selected`` / ``x-toolsift-route`` /
 ``x-toolsift-verdicts`` (JSON or short text, at most 4 KiB each) next to the upstream's own
 headers (request ids, rate limits, ``retry-after``), and in one JSON log line per request on the
-``toolsift.proxy`` logger (no message contents unless ``log_content``; never any header, so never
-a key; the upstream URL only in its redacted form).
+``toolsift.proxy`` logger (router/middleware/request_log.py; no message contents unless
+``log_content``; never any header, so never a key; the upstream URL only in its redacted form).
 
 Streams are relayed line by line as they arrive. Headers are gone by the time the calls are
 complete, so a streamed answer's verdicts are sent as an SSE comment line
@@ -47,12 +47,12 @@ from .request import RequestRouter
 from .routed import unrouted_header
 from .request_body import read_request
 from .relay import StreamRelay, error_response as _error
+from .request_log import RequestLog, _short
 from .conversations import Conversations
 from .deferred import for_request
 from .responses import RESPONSES
 from .upstream import Upstream, request_headers, response_headers
 from .validate import check_request
-from .usage import record_exchange
 
 log = logging.getLogger("toolsift.proxy")
 PATHS = {CHAT: "/chat/completions", RESPONSES: "/responses", MESSAGES: "/messages"}  # below /v1
@@ -66,7 +66,7 @@ class _TooSlow(Exception):
     pass
 
 
-class Proxy(StreamRelay):
+class Proxy(StreamRelay, RequestLog):
     """The proxy's state and handlers; `create_app` wires them into FastAPI."""
 
     def __init__(self, upstream: str, rr: Optional[RequestRouter] = None, *, on_hallucination: str = "annotate",
@@ -147,39 +147,6 @@ class Proxy(StreamRelay):
         if not admitted:
             return _error(401, f"missing or wrong toolsift key ({KEY_HELP})", "invalid_api_key", api), headers
         return None, headers
-
-    def log_line(self, rec: dict) -> None:
-        # the record rides along for a terminal's readable line (router/middleware/server.py)
-        log.info(json.dumps(rec, ensure_ascii=False, default=str), extra={"request": rec})
-
-    def finish(self, rec: dict, t0: float, status: int, ex: Optional[Exchange]) -> None:
-        routed = ex.routed if ex else None
-        verdicts = [c.verdict.verdict for c in ex.checks] if ex else []
-        ms = (time.perf_counter() - t0) * 1000
-        rec.update(status=status, ms=round(ms, 2), verdicts=verdicts, repairs=ex.repairs if ex else 0)
-        if ex is not None and ex.searches:
-            rec["searches"] = ex.searches  # tool-search rounds answered (router/middleware/search.py)
-        own = None
-        if ex is not None and ex.upstream_ms and not rec.get("stream"):
-            own = ms - ex.upstream_ms - rec.get("body_ms", 0.0)
-            rec.update(upstream_ms=round(ex.upstream_ms, 2), own_ms=round(own, 2))
-        if routed:
-            rec.update(tools_in=routed.tools_in, tools_out=routed.tools_out, injected=routed.injected,
-                       route=routed.status, selected=[_short(s["name"]) for s in routed.selected][:32])
-            if routed.extra.get("dense"):  # ranked by BM25 while the list's embeddings are built
-                rec["dense"] = routed.extra["dense"]
-        if self.usage_log is not None and ex is not None and status == 200:
-            try:
-                record_exchange(self.usage_log, ex, rec.get("tenant"))
-            except OSError as exc:  # a full disk must not fail the client's request
-                log.warning("usage log: %s", exc)
-        if self.log_content and ex is not None:
-            rec.update(messages=ex.request.get("messages", ex.request.get("input"))
-                       if isinstance(ex.request, dict) else None,
-                       answer=_answer_of(ex.response))
-        self.metrics.record(status, ms, rec.get("tools_in", 0), rec.get("tools_out", 0), verdicts, rec["repairs"],
-                            own if status == 200 else None, api=rec.get("api", "chat"))
-        self.log_line(rec)
 
     def toolsift_headers(self, ex: Exchange, with_verdicts: bool = True) -> dict[str, str]:
         h = {"x-toolsift-selected": ex.routed.header(), "x-toolsift-route": ex.routed.route_header()} \
@@ -396,18 +363,3 @@ class Proxy(StreamRelay):
         self.log_line({"path": request.url.path, "method": request.method, "forwarded": True,
                        "status": resp.status_code, "ms": round((time.perf_counter() - t0) * 1000, 2)})
         return resp
-
-
-def _short(value: Any, limit: int = 256) -> Any:
-    """A client-chosen string as the request log shows it: a tool name or model of hundreds of KB
-    would grow the log (and block a reader-less pipe) by that much per request."""
-    return value[:limit] + f"...[{len(value) - limit} more chars]" if isinstance(value, str) and len(value) > limit \
-        else value
-
-
-def _answer_of(response: Any) -> Any:
-    if not isinstance(response, dict):
-        return None
-    if "choices" in response:
-        return [c.get("message") for c in response.get("choices") or []]
-    return response.get("output", response.get("content"))
