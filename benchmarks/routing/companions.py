@@ -9,6 +9,8 @@ BFCL live multiple). A file's requests are split by their number of gold tools. 
 before issue 38 (companions and part tools off); `new` is the chosen companions with the router's
 default part tools (router.ranking.part_tools, chosen cross-fitted and leave-one-family-out by
 benchmarks/routing/part_choice.py), so each table is the whole of issue 38's stages against neither.
+Beside the new default, not chosen from: what adaptive k sends when it does not send each part's own
+tool (``SENT``), and for the general encoder also each part ranked by its own vector (``VARIANTS``).
 
 - **cross-fitted**: the relation weights (one per kind) and the number of first places kept are
   chosen on one half of every file's requests (the halves of benchmarks/data/halves.py) and the
@@ -23,9 +25,8 @@ benchmarks/routing/part_choice.py), so each table is the whole of issue 38's sta
   alone (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
   rank-64 form, at its own fusion depth) and that model and those weights score the other half:
   nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
-  companions and part tools off; beside its new default, not chosen from, the same with each part
-  also ranked by its own vector (``VARIANTS``). (No leave-one-family-out here: that needs a model
-  trained without each family.)
+  companions and part tools off. (No leave-one-family-out here: that needs a model trained without
+  each family.)
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
 tokens sent). The grid search itself re-ranks each request's top 60 with `complete` (the same stage
