@@ -49,6 +49,11 @@ def mean_all_gold(scored_half: dict[str, dict[str, float]], files: list[str]) ->
     return statistics.mean(scored_half[n]["all_gold@10"] for n in files if n in scored_half)
 
 
+def other_half(half: str) -> str:
+    """The half that is not ``half`` (the choice made on one scores the other)."""
+    return "test" if half == "dev" else "dev"
+
+
 def choose_setting(scored: dict, baseline: Any, files: list[str], guarded: list[str], max_drop: float) -> Any:
     """The setting (a key of ``scored``: setting -> file -> metrics) with the best mean all-gold@10
     over ``files``, among those that lose at most ``max_drop`` nDCG@5 against ``baseline`` on any of
@@ -71,7 +76,7 @@ def choose_per_half(scored: dict, baseline: Any, files: list[str], guarded: list
 def cross_fitted(sets: dict, ranked: dict, chosen: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
     """Each request's ranking under the setting the *other* half chose (``ranked``: setting -> file ->
     query id -> ids): no request is scored by a setting chosen on it."""
-    return {n: {q.id: ranked[chosen["test" if half_of(q.id, n) == "dev" else "dev"]][n][q.id] for q in d.queries}
+    return {n: {q.id: ranked[chosen[other_half(half_of(q.id, n))]][n][q.id] for q in d.queries}
             for n, d in sets.items()}
 
 

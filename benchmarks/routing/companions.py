@@ -42,7 +42,7 @@ import numpy as np
 from apidb.relations import co_use_pairs
 
 from ..retrieval import targets as rt
-from .common import HALVES
+from .common import HALVES, other_half
 from .half_models import General
 from .set_scores import costs, fast_scores, keeps_single_bound, objective, scores, single_ndcg
 
@@ -93,10 +93,6 @@ def _today() -> dict[str, Any]:
 
 def _setting(weights: dict[str, float], keep: int) -> dict[str, Any]:
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
-
-
-def _other(half: str) -> str:
-    return "test" if half == "dev" else "dev"
 
 
 def corpus(name: str) -> str:
@@ -225,7 +221,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
     ``variants``: other router settings (name -> (config, what to show)) laid over each half's
     choice and scored the same way, shown beside the new default, never chosen from."""
-    co = {h: learned(sets, {_other(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
+    co = {h: learned(sets, {other_half(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
     graphs = _graphs(sets, co)
     chosen, pooled = {}, []
     for half in HALVES:
@@ -242,8 +238,8 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     new_sent: dict[int, tuple[int, int, float]] = {}
     varied: dict[str, tuple[dict, dict]] = {name: ({}, {}) for name in variants or {}}
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
-        pick = chosen[_other(half)]
-        part = cases(sets, by_half[_other(half)], half)  # with its top POOL, for `misses`
+        pick = chosen[other_half(half)]
+        part = cases(sets, by_half[other_half(half)], half)  # with its top POOL, for `misses`
         for store, setting in ((today_ranked, None), (new_ranked, _setting(pick["weights"], pick["keep"]))):
             ranked, sent = _routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
@@ -279,7 +275,7 @@ def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str,
     for c in cs:
         if not c.multi:
             continue
-        pick, graph, recs = chosen[_other(c.half)], graphs[(corpus(c.file), c.half)], c.router.records
+        pick, graph, recs = chosen[other_half(c.half)], graphs[(corpus(c.file), c.half)], c.router.records
         anchors = c.router.config.companion_anchors
         new, _ = complete(Ranking(np.array(c.docs, dtype=np.int64), np.array(c.scores, dtype=np.float64)), graph,
                           pick["weights"], anchors=anchors, keep=pick["keep"])

@@ -24,7 +24,7 @@ from router.encoders.model import BASE_MODEL
 
 from ..retrieval import targets as rt
 from . import sets as rs
-from .common import MULTI, NEW, QUICK, SINGLE, TODAY, _metrics, routers
+from .common import MULTI, NEW, QUICK, SINGLE, TODAY, _metrics, other_half, routers
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "routing"
 COVERAGE_GRID = (0.0, 0.3)
@@ -33,10 +33,6 @@ MAX_QUERIES = 200  # per file (a deterministic sample): two CPU cores shared by 
 FIXED_K = (1, 2, 3, 5, 7, 10, 15, 20)
 ABSTAIN_GRID = tuple(round(x, 3) for x in np.arange(0.10, 0.451, 0.01))
 MAX_WRONG_ABSTAIN = 0.02
-def _other(half: str) -> str:
-    return "test" if half == "dev" else "dev"
-
-
 def load(quick: bool) -> dict[str, Any]:
     from ..data.datasets import load_dataset
 
@@ -86,7 +82,7 @@ def quality(sets: dict, rts: dict, quick: bool) -> dict[str, Any]:
         # each half scored with the coverage weight the *other* half chose (exact names on)
         ranked = {}
         for half in ("dev", "test"):
-            ranked.update(grid[chosen[_other(half)]][n][half]["ranked"])
+            ranked.update(grid[chosen[other_half(half)]][n][half]["ranked"])
         rows["new router (cross-fitted)"][n] = _metrics(d.queries, ranked)
     return {"grid": {str(lam): {n: {h: {k: v for k, v in m.items() if k != "ranked"} for h, m in per.items()}
                                 for n, per in g.items()} for lam, g in grid.items()},
@@ -181,7 +177,7 @@ def abstention(model: str | None, quick: bool) -> dict[str, Any]:
     for half in ("dev", "test"):
         ok = [t for t in ABSTAIN_GRID if pooled_wrong(t, half) <= MAX_WRONG_ABSTAIN]
         chosen[half] = max(ok) if ok else min(ABSTAIN_GRID)
-    scored = {half: rates(chosen[_other(half)], half) for half in ("dev", "test")}
+    scored = {half: rates(chosen[other_half(half)], half) for half in ("dev", "test")}
     return {"chosen": chosen, "shipped": chosen["dev"], "scored": scored,
             "sweep": {str(t): rates(t, "dev") for t in ABSTAIN_GRID[::5]}}
 

@@ -16,7 +16,7 @@ from router import RouterConfig
 
 from ..report import md_table
 from ..retrieval import targets as rt
-from .common import choose_per_half, choose_setting, cross_fitted, mean_all_gold, scores_by_file
+from .common import HALVES, choose_per_half, choose_setting, cross_fitted, mean_all_gold, scores_by_file
 from .companions import family
 
 GRID = (0, 1, 2)          # part_tools, with part_signal "bm25" (no encoder work): the default's choice
@@ -32,13 +32,13 @@ def measure(sets: dict, routers: dict, multi_files: list[str]) -> dict[str, Any]
 
     ranked = {t: rank(part_tools=t, part_signal="bm25") for t in GRID}
     encoded = rank(part_tools=1, part_signal=ENCODED)
-    scored = {t: {h: scores_by_file(sets, ranked[t], h) for h in ("dev", "test")} for t in GRID}
+    scored = {t: {h: scores_by_file(sets, ranked[t], h) for h in HALVES} for t in GRID}
     multi = [n for n in multi_files if n in sets]
     chosen = choose_per_half(scored, 0, multi, list(sets), MAX_DROP)
     crossed = cross_fitted(sets, ranked, chosen)
     return {"grid": list(GRID), "chosen": chosen, "shipped": RouterConfig().part_tools,
             "lofo": leave_one_family_out(sets, ranked, multi),
-            "objective": {str(t): {h: mean_all_gold(scored[t][h], multi) for h in ("dev", "test")} for t in GRID},
+            "objective": {str(t): {h: mean_all_gold(scored[t][h], multi) for h in HALVES} for t in GRID},
             "rows": {"off": scores_by_file(sets, ranked[0], None), "cross-fitted": scores_by_file(sets, crossed, None),
                      "encoded": scores_by_file(sets, encoded, None)}}
 

@@ -31,7 +31,7 @@ from router.ranking.coverage import RULES, clause_spans
 from ..retrieval import targets as rt
 from ..report import md_table
 from . import part_choice
-from .common import choose_per_half, cross_fitted, routers, scores_by_file
+from .common import HALVES, choose_per_half, cross_fitted, routers, scores_by_file
 
 MULTI_FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal_tools", "livemcpbench"]
 SINGLE_FILES = ["metatool_single", *rt.APIBENCH, "bfcl_live_multiple"]
@@ -147,7 +147,7 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
     scored: dict[str, dict[str, dict]] = {}
     for label, rules in tried.items():
         ranked[label] = rank(rules)
-        scored[label] = {h: scores_by_file(sets, ranked[label], h) for h in ("dev", "test")}
+        scored[label] = {h: scores_by_file(sets, ranked[label], h) for h in HALVES}
         print(f"  split {label}: multi all-gold@10 (dev) " + ", ".join(
             f"{n.removeprefix('stabletoolbench_')} {m['all_gold@10']:.3f}" for n, m in scored[label]["dev"].items()
             if n in MULTI_FILES), flush=True)
@@ -155,14 +155,15 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
                              [n for n in SINGLE_FILES if n in sets], MAX_SINGLE_DROP)
     probe = {label: scores_by_file(sets, rank(tried[label], COVERAGE_PROBE), None) for label in ("today", "all")}
     crossed = cross_fitted(sets, ranked, chosen)  # each half ranked with the other half's choice
+    today = scores_by_file(sets, ranked["today"], None)
     default = tuple(RouterConfig().clause_rules)  # what routing uses unless told otherwise
     shipped = next((label for label, rules in tried.items() if rules == default), str(list(default)))
     return {"quick": quick, "files": list(sets), "skipped": skipped, "rules": list(RULES),
             "candidates": {k: list(v) for k, v in tried.items()}, "chosen": chosen, "shipped": shipped,
-            "rows": {"today's split": scores_by_file(sets, ranked["today"], None),
+            "rows": {"today's split": today,
                      "new split (cross-fitted)": scores_by_file(sets, crossed, None)},
             "grid": {label: {h: s for h, s in per.items()} for label, per in scored.items()},
-            "probe": {"coverage": COVERAGE_PROBE, "today": scores_by_file(sets, ranked["today"], None),
+            "probe": {"coverage": COVERAGE_PROBE, "today": today,
                       "all": scores_by_file(sets, ranked["all"], None), "today_probe": probe["today"],
                       "all_probe": probe["all"]},
             "requests": {"today": _per_request(sets, ranked["today"], TODAY),

@@ -111,10 +111,12 @@ def _curve(res: dict[str, Any]) -> list[str]:
 
 
 def _abstention(res: dict[str, Any]) -> list[str]:
+    from .common import other_half
+
     a = res["abstention"]
     rows = []
     for half in ("dev", "test"):
-        tau = a["chosen"]["test" if half == "dev" else "dev"]
+        tau = a["chosen"][other_half(half)]
         for name, m in a["scored"][half].items():
             rows.append([name, half, tau, m["unanswerable"], _f(m["correct_abstention"]), m["answerable"],
                          _f(m["wrong_abstention"])])

@@ -56,7 +56,7 @@ def test_cross_fit_ranks_each_half_with_the_routers_of_its_choice_and_scores_the
     # the choice on half h ranks h's requests with h's routers; the scoring, the other half's
     assert {c.half for c in pooled} == {"dev", "test"} and len(pooled) == len(scored) == len(d.queries)
     assert all(c.router is by_half[c.half]["restbench_tmdb"] for c in pooled)
-    assert all(c.router is by_half[C._other(c.half)]["restbench_tmdb"] for c in scored)
+    assert all(c.router is by_half[C.other_half(c.half)]["restbench_tmdb"] for c in scored)
     # each router ranked its own half (the choice) and the other (the scoring): every request met both
     by_router = {h: {t for tag, t in seen if tag == h and t in texts} for h in C.HALVES}
     assert by_router["dev"] == by_router["test"] == set(texts)
