@@ -192,6 +192,9 @@ def routing_cmd(
                                        "section, into OUT/results.json of an earlier run (parts, companions: of "
                                        "one if there is one)"),
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
+    leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
+                                            help="with --only companions: score FAMILY with the general encoder "
+                                                 "trained without it (trains it unless cached: 30-75 minutes)"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""
@@ -215,8 +218,19 @@ def routing_cmd(
         return
     if only not in (None, "speed", "usage-log", "parts", "companions"):
         raise BenchmarkError(f"--only: speed, usage-log, parts or companions, not {only!r}")
-    res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only)
-    if only == "companions":
+    if leave_out is not None and (only != "companions" or model is not None):
+        raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
+                             "--only companions and no --model")
+    if leave_out is not None:
+        from .routing.general_lofo import check
+
+        check(leave_out)
+    res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only, leave_out=leave_out)
+    if leave_out is not None:
+        from .routing.report import general_lofo_summary
+
+        typer.echo(general_lofo_summary(res, leave_out))
+    elif only == "companions":
         from .routing.report import companions_summary
 
         typer.echo(companions_summary(res))

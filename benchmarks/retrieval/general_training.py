@@ -128,10 +128,10 @@ def _folder(examples: list[tuple[str, str]], groups: list[str], config: Any) -> 
     return default_cache_dir() / "general" / hashlib.sha256(spec.encode()).hexdigest()[:12]
 
 
-def cached(half: str | None, per_dataset: int = PER_DATASET) -> str | None:
-    """The folder ``train(half, per_dataset)`` returns if an earlier run trained it, else None
-    (for the quick benchmarks, which must not start tens of minutes of training)."""
-    _, examples, groups, _ = training_pairs(half, per_dataset)
+def cached(half: str | None, per_dataset: int = PER_DATASET, leave_out: str | None = None) -> str | None:
+    """The folder ``train(half, per_dataset, leave_out)`` returns if an earlier run trained it, else
+    None (for the quick benchmarks, which must not start tens of minutes of training)."""
+    _, examples, groups, _ = training_pairs(half, per_dataset, leave_out=leave_out)
     folder = _folder(examples, groups, recipe())
     return str(folder) if (folder / "config.json").is_file() else None
 

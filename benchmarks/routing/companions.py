@@ -25,8 +25,8 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   alone (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
   rank-64 form, at its own fusion depth) and that model and those weights score the other half:
   nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
-  companions and part tools off. (No leave-one-family-out here: that needs a model trained without
-  each family.)
+  companions and part tools off. Its leave-one-family-out rows need a model trained without each
+  family, an hour apiece: one family per run, ``--leave-out FAMILY`` (benchmarks/routing/general_lofo.py).
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
 tokens sent). The grid search itself re-ranks each request's top 60 with `complete` (the same stage
@@ -91,7 +91,7 @@ def _today() -> dict[str, Any]:
     return {**_off(), "part_tools": 0}
 
 
-def _setting(weights: dict[str, float], keep: int) -> dict[str, Any]:
+def setting_of(weights: dict[str, float], keep: int) -> dict[str, Any]:
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
 
 
@@ -190,7 +190,7 @@ def _graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str],
     return out
 
 
-def _routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[str, list]],
+def routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[str, list]],
             sent_too: bool = True) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
     """Per request, through `Router.select`: the top 10 (fixed k), and (``sent_too``) what the
     shipped adaptive k sends (tools, schema tokens, whether every gold tool is among them)."""
@@ -240,12 +240,12 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
         pick = chosen[other_half(half)]
         part = cases(sets, by_half[other_half(half)], half)  # with its top POOL, for `misses`
-        for store, setting in ((today_ranked, None), (new_ranked, _setting(pick["weights"], pick["keep"]))):
-            ranked, sent = _routed(part, setting, co)
+        for store, setting in ((today_ranked, None), (new_ranked, setting_of(pick["weights"], pick["keep"]))):
+            ranked, sent = routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
         for name, (extra, show) in (variants or {}).items():
-            ranked, sent = _routed(part, {**_setting(pick["weights"], pick["keep"]), **extra}, co,
+            ranked, sent = routed(part, {**setting_of(pick["weights"], pick["keep"]), **extra}, co,
                                    sent_too=show == "sent")
             varied[name][0].update({len(scored) + j: v for j, v in ranked.items()})
             varied[name][1].update({len(scored) + j: v for j, v in sent.items()})
@@ -336,7 +336,7 @@ def leave_one_family_out(cs: list[Case], pooled: list[Case], sets: dict, today: 
         idx = [i for i, c in enumerate(cs) if family(c.file) == fam]
         w, keep, _ = choose([c for c in pooled if family(c.file) != fam], graphs)
         test = [cs[i] for i in idx]
-        new_ranked, _ = _routed(test, _setting(w, keep), none)
+        new_ranked, _ = routed(test, setting_of(w, keep), none)
         out[fam] = {"weights": w, "keep": keep, "today": scores(test, {j: today[i] for j, i in enumerate(idx)}),
                     "new": scores(test, new_ranked)}
         print(f"  leave out {fam}: {w}, keep {keep}", flush=True)

@@ -220,8 +220,15 @@ def _general(csets: dict[str, Any], model: str | None, quick: bool) -> Any:
     return general_routers(csets, quick)
 
 
+def _kept_lofo(prior: dict[str, Any], model: str | None) -> dict[str, Any]:
+    """The general encoder's leave-one-family-out rows of an earlier run (one `--leave-out FAMILY`
+    run each, an hour of training apiece): a rerun of the companions section keeps them."""
+    rows = prior.get("companions", {}).get("general_lofo")
+    return {"general_lofo": rows} if rows and model is None else {}
+
+
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, model: str | None = None,
-        tune_log: bool = True, only: str | None = None) -> dict[str, Any]:
+        tune_log: bool = True, only: str | None = None, leave_out: str | None = None) -> dict[str, Any]:
     import warnings
 
     from . import costs as extra
@@ -246,10 +253,21 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         prior, start = out.joinpath("results.json"), res["load_average"]["start"]
         if prior.is_file():
             res = json.loads(prior.read_text(encoding="utf-8"))
+        if leave_out is not None:  # one family's general-encoder rows, beside the other families' earlier ones
+            from . import general_lofo
+
+            row = general_lofo.run(leave_out, general_lofo.load(leave_out, quick), quick)
+            row.update(command=f"{cmd} --only companions --leave-out {leave_out}",
+                       wall_seconds=round(time.perf_counter() - t0, 1), load_average={"start": start, "end": _loadavg()})
+            res.setdefault("companions", {}).setdefault("general_lofo", {})[leave_out] = row
+            save()
+            write_report(res, out)
+            return res
         csets = companions.load(quick)
+        kept = _kept_lofo(res, model)
         res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
         res["companions"].update(command=f"{cmd} --only companions", wall_seconds=round(time.perf_counter() - t0, 1),
-                                 load_average={"start": start, "end": _loadavg()})  # this run's, not the prior's
+                                 load_average={"start": start, "end": _loadavg()}, **kept)  # this run's load
         save()
         write_report(res, out)
         return res
@@ -284,7 +302,9 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     from . import companions
 
     csets = companions.load(quick)
-    res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
+    prior = out.joinpath("results.json")
+    kept = _kept_lofo(json.loads(prior.read_text(encoding="utf-8")) if prior.is_file() else {}, model)
+    res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick)) | kept
     save()
     print("adaptive k curve:", flush=True)
     res["curve"] = curve(sets, rts)

@@ -232,12 +232,16 @@ def _part_tools_note(res: dict[str, Any]) -> str:
     return note
 
 
+def _setting(x: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept"
+
+
 def _companions(res: dict[str, Any]) -> list[str]:
     c = res.get("companions")
     if not c:
         return []
-    def setting(x: dict[str, Any]) -> str:
-        return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept"
+    if "chosen" not in c:  # only `--leave-out FAMILY` runs wrote this section so far
+        return ["## Complete sets from tool relations (issue 38)", *_general_lofo(c.get("general_lofo") or {}), ""]
     lines = ["## Complete sets from tool relations (issue 38)", "",
              f"Command: `{c.get('command', res['command'])}`"
              + (f" ({c['wall_seconds']:.0f} s; " if c.get("wall_seconds") else " (")
@@ -250,8 +254,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
              "scored with the companion weights and kept places chosen on the other half, co-use learned from the "
              "other half's gold sets "
              "(objective: mean over multi-tool groups of (nDCG@5 + all-gold@10)/2; no setting that lowers any "
-             "file's single-tool nDCG@5 on the choosing half by more than 0.005). Chosen on dev: " + setting(c["chosen"]["dev"])
-             + "; on test: " + setting(c["chosen"]["test"]) + ". Shipped: the dev half's choice. Ranking metrics at "
+             "file's single-tool nDCG@5 on the choosing half by more than 0.005). Chosen on dev: " + _setting(c["chosen"]["dev"])
+             + "; on test: " + _setting(c["chosen"]["test"]) + ". Shipped: the dev half's choice. Ranking metrics at "
              "a fixed k = 10; `tokens` and `all gold sent` with the shipped adaptive k (cl100k tokens of the tool "
              "schemas sent, mean per request). Columns `..., part tools not sent by adaptive k`: the new default "
              "with `adaptive_part_tools` off (adaptive k cuts a part's own tool like any other), not chosen from.", "",
@@ -266,7 +270,7 @@ def _companions(res: dict[str, Any]) -> list[str]:
             for key in sorted(row["today"]):
                 t, n = row["today"][key], row["new"][key]
                 f, g = key.split("|")
-                lines.append(f"| {fam} | {setting(row)} | {_short(f)} | {g}-tool ({t['n']}) | {_f(t['ndcg@5'])} → "
+                lines.append(f"| {fam} | {_setting(row)} | {_short(f)} | {g}-tool ({t['n']}) | {_f(t['ndcg@5'])} → "
                              f"{_f(n['ndcg@5'])} | {_f(t['all_gold@5'])} → {_f(n['all_gold@5'])} | "
                              f"{_f(t['all_gold@10'])} → {_f(n['all_gold@10'])} |")
     g = c.get("general")
@@ -277,8 +281,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "each half's weights are chosen with the half model trained on that half (benchmarks/retrieval/"
                   "general_training.py, in its shipped rank-64 form, at its own fusion depth) and the same model and "
                   "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
-                  "the general encoder with companions and part tools off. Chosen on dev: " + setting(g["chosen"]["dev"])
-                  + "; on test: " + setting(g["chosen"]["test"]) + "."
+                  "the general encoder with companions and part tools off. Chosen on dev: " + _setting(g["chosen"]["dev"])
+                  + "; on test: " + _setting(g["chosen"]["test"]) + "."
                   + (" Last column, not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
                      "ranked by its own vector, the parts encoded apart: a second encoder pass per multi-part request; "
                      "its cost: `toolsift bench router --speed-only`)." if "part_signal hybrid" in g.get("variants", {})
@@ -286,7 +290,47 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "", *_cross_fit_table(g)]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]
-    return lines + [""]
+    return lines + _general_lofo(c.get("general_lofo") or {}) + [""]
+
+
+def _general_lofo(rows: dict[str, Any]) -> list[str]:
+    """The general encoder left out with each family (benchmarks/routing/general_lofo.py), one run each."""
+    from .general_lofo import FAMILIES, HYBRID
+
+    if not rows:
+        return []
+    lines = ["", "General encoder, leave one family out: the model trained on every other family (the shipped "
+             "recipe), the companion setting chosen with it on every other family's requests, the left-out family "
+             "routed from its records' relations alone. One run per family, `toolsift bench routing --only "
+             "companions --leave-out FAMILY` (its command, time and load below). Last column, not chosen from: the "
+             "new default with `part_signal` \"hybrid\".", "",
+             "| family | setting chosen without it | file | requests | nDCG@5 | all gold @5 | all gold @10 | "
+             "tokens sent | all gold sent | all gold @10, part_signal hybrid |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for fam, row in rows.items():
+        for key in sorted(row["today"], key=lambda k: (k.split("|")[1], k)):
+            t, n, ct, cn = row["today"][key], row["new"][key], row["cost"]["today"][key], row["cost"]["new"][key]
+            f, g = key.split("|")
+            lines.append(f"| {fam} | {_setting(row)} | {_short(f)} | {g}-tool ({t['n']}) | {_f(t['ndcg@5'])} → "
+                         f"{_f(n['ndcg@5'])} | {_f(t['all_gold@5'])} → {_f(n['all_gold@5'])} | "
+                         f"{_f(t['all_gold@10'])} → {_f(n['all_gold@10'])} | {ct['tokens']:.0f} → {cn['tokens']:.0f} | "
+                         f"{_f(ct['all_gold_sent'])} → {_f(cn['all_gold_sent'])} | {_f(row[HYBRID][key]['all_gold@10'])} |")
+    lines += [""] + [f"- {fam}: `{row['command']}`, {row['wall_seconds']:.0f} s, load average "
+                     f"{row['load_average']['start']} → {row['load_average']['end']}; model trained on "
+                     f"{row['model']['pairs']:,} pairs" + (f" in {row['model']['seconds']:.0f} s" if row["model"].get("seconds")
+                                                          else "") for fam, row in rows.items()]
+    missing = [f for f in FAMILIES if f not in rows]
+    if missing:
+        lines.append("- not run yet: " + ", ".join(missing))
+    return lines
+
+
+def general_lofo_summary(res: dict[str, Any], fam: str) -> str:
+    """One line for `--only companions --leave-out FAMILY`: its multi-tool all gold @10, today -> new."""
+    row = res["companions"]["general_lofo"][fam]
+    multi = [k for k in sorted(row["today"]) if k.endswith("|multi")]
+    figures = ", ".join(f"{_short(k.split('|')[0])} {_f(row['today'][k]['all_gold@10'])} -> "
+                        f"{_f(row['new'][k]['all_gold@10'])}" for k in multi)
+    return f"general encoder trained without {fam}, multi-tool all-gold@10 today -> new: {figures or 'no multi-tool file'}"
 
 
 def write_report(res: dict[str, Any], out: Path) -> None:

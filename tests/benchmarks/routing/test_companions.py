@@ -120,3 +120,64 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert "`today` = the router before issue 38 (companions and part tools off)" in report
     assert "Where the general encoder's missing gold tools are" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--leave-out", "seal_tools"], "it goes with --only companions and no --model"),
+    (["--only", "parts", "--leave-out", "seal_tools"], "it goes with --only companions and no --model"),
+    (["--only", "companions", "--leave-out", "nosuchfamily"], "unknown family 'nosuchfamily' (choose from: livemcpbench, metatool"),
+])
+def test_leave_out_misuse_is_one_line_and_exit_2_before_any_work(tmp_path, args, says):
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", *args, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and says in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.slow
+def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps_the_other_rows(tmp_path):
+    shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+    shared("restbench", "datasets", "tmdb.json")
+    from benchmarks.retrieval.general_training import cached
+
+    folder = cached(None, leave_out="stabletoolbench")
+    if folder is None:
+        pytest.skip("no general encoder trained without StableToolBench "
+                    "(`toolsift bench routing --only companions --leave-out stabletoolbench`)")
+    cmd = [str(TOOLSIFT), "bench", "routing", "--only", "companions", "--quick", "--leave-out", "stabletoolbench",
+           "--out", str(tmp_path)]
+    env = {**os.environ, "COLUMNS": "200"}
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    path = tmp_path / "results.json"
+    rows = json.loads(path.read_text())["companions"]["general_lofo"]
+    row = rows["stabletoolbench"]
+    assert row["model"]["spec"] == Path(folder).name and row["model"]["trained_on"] == "every family but stabletoolbench"
+    # only the left-out family's files are scored: 24 requests each (--quick), split by their gold tools
+    files = {k.split("|")[0] for k in row["today"]}
+    assert files and all(f.startswith("stabletoolbench_") for f in files)
+    assert all(sum(v["n"] for k, v in row["today"].items() if k.split("|")[0] == f) == 24 for f in files)
+    assert set(row["new"]) == set(row["today"]) == set(row["part_signal hybrid"]) == set(row["cost"]["new"])
+    for k, v in row["new"].items():  # the first five never move: nDCG@5 is today's
+        assert abs(v["ndcg@5"] - row["today"][k]["ndcg@5"]) < 1e-9 and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
+    line = next(x for x in res.stdout.splitlines() if x.startswith("general encoder trained without stabletoolbench"))
+    g2 = row["today"]["stabletoolbench_G2_instruction|multi"]["all_gold@10"]
+    assert f"G2_instruction {g2:.3f} -> " in line
+    report = (tmp_path / "report.md").read_text()
+    assert "General encoder, leave one family out" in report and "| stabletoolbench |" in report
+    assert "not run yet: livemcpbench, metatool, restbench, seal_tools" in report
+    # a family's rows stay when another family's run comes after (each is an hour of training)
+    res_json = json.loads(path.read_text())
+    res_json["companions"]["general_lofo"] = {"restbench": row}
+    path.write_text(json.dumps(res_json))
+    assert subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env).returncode == 0
+    assert set(json.loads(path.read_text())["companions"]["general_lofo"]) == {"restbench", "stabletoolbench"}
+    # and when the companions section itself runs again (its other tables, each family's rows kept)
+    if cached("dev") is None or cached("test") is None:
+        return  # the general encoder's half models, which that run scores with, are not trained here
+    again = subprocess.run(cmd[:-4] + ["--out", str(tmp_path)], capture_output=True, text=True, timeout=1800, env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    c = json.loads(path.read_text())["companions"]
+    assert set(c["general_lofo"]) == {"restbench", "stabletoolbench"} and "general" in c and "chosen" in c
+    report = (tmp_path / "report.md").read_text()
+    assert "| restbench | " in report and "| stabletoolbench | " in report and "General encoder (the shipped" in report

@@ -1,0 +1,97 @@
+"""The general encoder left out with a family: issue 38's stages scored on a family that neither the
+encoder nor the companion weights ever saw.
+
+    toolsift bench routing --only companions --leave-out FAMILY
+
+The cross-fitted general-encoder rows of the companions section (benchmarks/routing/companions.py)
+score each half with a model trained on the other half of *every* family, so the family itself was
+trained on. Here the model is the one `toolsift bench general-encoder --leave-out FAMILY` trains
+(the shipped recipe on every other family's queries, benchmarks/retrieval/general_training.py; the
+same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights are chosen
+with that model on every other family's requests (both halves, co-use from their gold sets), and
+the left-out family is routed from its records' relations alone (no co-use of its own): what a
+catalog nobody labelled gets. One family per run, because each needs its own model (30-75 minutes
+of training on 2 cores the first time); each run adds its family to the results of the earlier ones.
+``--quick`` never trains: it scores 24 requests of each of the family's files and chooses on the
+companions section's quick files, with a model an earlier run trained.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .common import HALVES, routers
+from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, corpus, family, learned,
+                         requests, routed, setting_of)
+from .set_scores import costs, scores
+
+__all__ = ["FAMILIES", "check", "load", "run"]
+
+# the families with multi-tool requests (APIBench and BFCL live have single-tool ones only, where the
+# first five places, which no stage of issue 38 moves, decide nDCG@5)
+FAMILIES = ("livemcpbench", "metatool", "restbench", "seal_tools", "stabletoolbench")
+HYBRID = "part_signal hybrid"
+
+
+def check(left_out: str) -> None:
+    """A usage error for a family this section cannot leave out."""
+    from ..errors import BenchmarkError
+
+    if left_out not in FAMILIES:
+        raise BenchmarkError(f"--leave-out: unknown family {left_out!r} (choose from: {', '.join(FAMILIES)})")
+
+
+def load(left_out: str, quick: bool) -> dict[str, Any]:
+    """The companions section's files (--quick: its quick files, and the left-out family's, 24
+    requests each)."""
+    from ..data.datasets import available, load_dataset
+    from ..retrieval import targets as rt
+    from .companions import MAX_QUERIES
+
+    check(left_out)
+    names = [n for n in FILES if not quick or n in QUICK_FILES or family(n) == left_out]
+    out = {}
+    for name in filter(available, names):
+        d = load_dataset(name)
+        d.queries = rt._sample(d.queries, 24 if quick else MAX_QUERIES)
+        out[name] = d
+    return out
+
+
+def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
+    """The tables for ``left_out`` (one of ``FAMILIES``; ``sets`` from `load`): today vs the new
+    default, and the new default with ``part_signal`` "hybrid" beside it (not chosen from)."""
+    from router.ranking.companions import RelationGraph
+    from router.ranking.config import general_encoder_config
+
+    from ..errors import BenchmarkError
+    from ..retrieval.general_training import PER_DATASET, cached, shipped_form, train
+
+    check(left_out)
+    mine = {n: d for n, d in sets.items() if family(n) == left_out}
+    others = {n: d for n, d in sets.items() if family(n) != left_out}
+    if not mine:
+        raise BenchmarkError(f"--leave-out {left_out}: none of its files is here (see benchmarks/README.md, Data)")
+    if quick and cached(None, PER_DATASET, leave_out=left_out) is None:
+        raise BenchmarkError(f"--quick --leave-out {left_out}: no model trained without {left_out} yet "
+                             f"(`toolsift bench routing --only companions --leave-out {left_out}` trains it)")
+    folder, info = train(None, PER_DATASET, leave_out=left_out)
+    rts = routers(sets, shipped_form(folder), config=general_encoder_config())
+    co = learned(others, set(HALVES))
+    graphs = {(corpus(n), h): RelationGraph.build(d.records, co.get(corpus(n), []))
+              for n, d in others.items() for h in HALVES}
+    pooled = cases(others, rts)
+    print(f"  {len(pooled)} requests of the other families routed once by the model trained without "
+          f"{left_out}", flush=True)
+    weights, keep, _ = choose(pooled, graphs)
+    print(f"  chosen without {left_out}: {weights}, keep {keep}", flush=True)
+    test = requests(mine, rts)
+    none: dict[str, dict[str, list]] = {h: {} for h in HALVES}
+    today, today_sent = routed(test, None, none)
+    new, new_sent = routed(test, setting_of(weights, keep), none)
+    extra, _ = VARIANTS[HYBRID]
+    hybrid, _ = routed(test, {**setting_of(weights, keep), **extra}, none, sent_too=False)
+    model = {"trained_on": f"every family but {left_out}", "spec": info["spec"], "pairs": info["pairs"],
+             "seconds": info.get("seconds")}
+    return {"weights": weights, "keep": keep, "model": model, "today": scores(test, today),
+            "new": scores(test, new), "cost": {"today": costs(test, today_sent), "new": costs(test, new_sent)},
+            HYBRID: scores(test, hybrid)}
