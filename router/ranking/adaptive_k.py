@@ -40,13 +40,23 @@ class AdaptiveK:
         if self.floor < 1:
             raise RouterError(f"adaptive k: floor must be at least 1, got {self.floor!r}")
 
-    def cut(self, strengths: np.ndarray, ceiling: int) -> int:
-        """How many of the first ``ceiling`` ranked tools to keep (``strengths`` in rank order)."""
+    def kept(self, strengths: np.ndarray, ceiling: int) -> np.ndarray:
+        """The places (in rank order) among the first ``ceiling`` whose tools are kept: every one
+        whose strength reaches the bar, wherever it is ranked (``strengths`` in rank order).
+
+        Not the first *n* for n such tools: a stage that re-orders the ranking (coverage's picks,
+        companions) can put a weak tool above a strong one, and a count would send the weak one in
+        its place (measured: `toolsift bench routing --only companions`, column `all gold sent`)."""
         s = np.asarray(strengths[:ceiling], dtype=np.float64)
         if not len(s):
-            return 0
+            return np.zeros(0, dtype=np.int64)
         top = float(s.max())
-        if top <= 0:
-            return min(self.floor, len(s))
-        keep = int(np.count_nonzero(s >= self.ratio * top))
-        return max(min(self.floor, len(s)), keep)
+        strong = s >= self.ratio * top if top > 0 else np.zeros(len(s), dtype=bool)
+        short = min(self.floor, len(s)) - int(strong.sum())
+        if short > 0:  # never fewer than the floor: the first places not kept yet make it up
+            strong[np.flatnonzero(~strong)[:short]] = True
+        return np.flatnonzero(strong)
+
+    def cut(self, strengths: np.ndarray, ceiling: int) -> int:
+        """How many of the first ``ceiling`` ranked tools are kept (`kept`)."""
+        return len(self.kept(strengths, ceiling))

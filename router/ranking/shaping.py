@@ -102,18 +102,21 @@ def _promote(ranking: Ranking, named: list[int]) -> Ranking:
                    np.concatenate([np.array(front_scores, dtype=np.float64), ranking.scores[rest]]))
 
 
-def _send_part_tools(ranking: Ranking, n: int, ceiling: int, part_tools: dict[int, str]) -> tuple[Ranking, int]:
-    """The adaptive cut keeps ``n`` tools by their strength against the whole request; a part's own
-    tool is there for its part (a short clause scores low against the whole), so each one among the
-    first ``ceiling`` places beyond the cut moves right after the ``n`` kept and is sent too. Fixed
-    k never comes here: its order is unchanged."""
+def _send(ranking: Ranking, kept: np.ndarray, ceiling: int, part_tools: dict[int, str]) -> tuple[Ranking, int]:
+    """The ranking with what adaptive k sends first, and how many that is: the places ``kept``
+    (AdaptiveK.kept: every tool strong enough against the request, in rank order), then each
+    part's own tool among the first ``ceiling`` places not kept already (a short clause's tool
+    scores low against the whole request: it is there for its part). Fixed k never comes here:
+    its order is unchanged."""
+    first = kept.tolist()
+    sent = set(first)
     docs = ranking.docs[:ceiling].tolist()
-    late = [i for i in range(n, len(docs)) if docs[i] in part_tools]
-    if not late:
-        return ranking, n
-    moved = set(late)
-    order = np.array(list(range(n)) + late + [i for i in range(n, len(ranking)) if i not in moved], dtype=np.int64)
-    return Ranking(ranking.docs[order], ranking.scores[order]), n + len(late)
+    first += [i for i in range(len(docs)) if docs[i] in part_tools and i not in sent]
+    if first == list(range(len(first))):
+        return ranking, len(first)
+    sent = set(first)
+    order = np.array(first + [i for i in range(len(ranking)) if i not in sent], dtype=np.int64)
+    return Ranking(ranking.docs[order], ranking.scores[order]), len(first)
 
 
 def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowed: np.ndarray | None,
@@ -150,8 +153,6 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
         top = float(ranking.scores[0]) if ranking.scores[0] > 0 else 1.0
         s = np.array([1.0 if d in named else strengths.get(d, float(sc) / top)
                       for d, sc in zip(ranking.docs[:k].tolist(), ranking.scores[:k].tolist())])
-        n = adaptive.cut(s, k)
-        if c.adaptive_part_tools:
-            ranking, n = _send_part_tools(ranking, n, k, part_tools)
+        ranking, n = _send(ranking, adaptive.kept(s, k), k, part_tools if c.adaptive_part_tools else {})
     return Shaped(ranking, n, named, strengths, abstention, 1 if parts is None else max(1, len(parts.spans)),
                   companions, part_tools)

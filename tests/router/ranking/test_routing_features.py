@@ -140,6 +140,19 @@ def test_k_given_is_fixed_k_omitted_is_adaptive_with_a_ceiling(stb_router_full):
         AdaptiveK(ratio=1.5)
 
 
+def test_adaptive_cut_keeps_every_strong_tool_wherever_a_stage_ranked_it():
+    import numpy as np
+
+    cut = AdaptiveK(ratio=0.6)
+    # a weak tool ranked second (a companion, a coverage pick) does not push the strong fifth one out
+    assert cut.kept(np.array([1.0, 0.3, 0.9, 0.2, 0.7, 0.1]), 10).tolist() == [0, 2, 4]
+    assert cut.cut(np.array([1.0, 0.3, 0.9, 0.2, 0.7, 0.1]), 10) == 3
+    assert cut.kept(np.array([1.0, 0.3, 0.9, 0.2, 0.7]), 3).tolist() == [0, 2]  # within the ceiling only
+    # never fewer than the floor: the first places not kept make it up
+    assert AdaptiveK(ratio=0.6, floor=3).kept(np.array([1.0, 0.1, 0.2, 0.9]), 10).tolist() == [0, 1, 3]
+    assert cut.kept(np.zeros(3), 10).tolist() == [0] and cut.kept(np.zeros(0), 10).tolist() == []
+
+
 def test_adaptive_k_keeps_the_token_budget(stb_router_full):
     d = _dataset("stabletoolbench_G1_instruction")
     sel = stb_router_full.select(d.queries[1].text, token_budget=300)
