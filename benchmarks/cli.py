@@ -188,7 +188,7 @@ def routing_cmd(
     quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
     model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
-    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log | parts | companions: run only that "
+    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log | curve | parts | companions: run only that "
                                        "section, into OUT/results.json of an earlier run (parts, companions: of "
                                        "one if there is one)"),
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
@@ -205,19 +205,19 @@ def routing_cmd(
     if render:
         import json
 
-        from .routing.features import choose_ratio
+        from .routing.features import rechosen
         from .routing.report import write_report
 
         path = _out(out, "routing", quick) / "results.json"
         res = json.loads(path.read_text(encoding="utf-8"))
-        if res.get("curve", {}).get("rule") is None:  # written under the first rule: re-choose, same curve
-            res["curve"].update(choose_ratio(res["curve"]), first_rule_chose=res["curve"]["chosen"])
+        if "curve" in res and rechosen(res["curve"]) != res["curve"]:  # an earlier rule's: re-chosen, same curve
+            res["curve"] = rechosen(res["curve"])
             path.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
         write_report(res, path.parent)
         typer.echo(f"wrote {path.parent / 'report.md'}")
         return
-    if only not in (None, "speed", "usage-log", "parts", "companions"):
-        raise BenchmarkError(f"--only: speed, usage-log, parts or companions, not {only!r}")
+    if only not in (None, "speed", "usage-log", "curve", "parts", "companions"):
+        raise BenchmarkError(f"--only: speed, usage-log, curve, parts or companions, not {only!r}")
     if leave_out is not None and (only != "companions" or model is not None):
         raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
                              "--only companions and no --model")

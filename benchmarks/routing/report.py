@@ -96,11 +96,18 @@ def _curve(res: dict[str, Any]) -> list[str]:
               f"{v['test']['all_gold'] - float(np.interp(v['test']['tokens'], *zip(*fx))):+.3f}"]
              for x, v in c["adaptive"].items()]
     return ["## Adaptive k (item 3): tokens sent vs all gold tools offered", "",
-            "Every labelled file above, test half (the dev half chose). Tokens = cl100k tokens of the offered tool "
+            (f"Command: `{c['command']}`. " if c.get("command") else "") + "Every labelled file above, test half (the dev half chose). Tokens = cl100k tokens of the offered tool "
             "schemas (router.tokens), mean per request. Rule for the default: the cheapest adaptive ratio (fewest "
-            "mean tokens) whose all-gold-offered is at least fixed k=5's (the old default's completeness), chosen "
-            f"on the dev half: {c['chosen']['dev']} (the test half would choose {c['chosen']['test']}). "
+            "mean tokens) whose all-gold-offered is at least fixed k=5's (the old default's completeness)"
+            + (" and at least the fixed-k curve's at the same tokens (last column not negative)"
+               if c.get("first_condition_alone") else "")
+            + f", chosen on the dev half: {c['chosen']['dev']} (the test half would choose {c['chosen']['test']}). "
             f"Shipped: {c['shipped']}."
+            + (f" The first condition alone would choose {c['first_condition_alone']['dev']} (test half: "
+               f"{c['first_condition_alone']['test']}), a point a fixed k beats at equal tokens: the second "
+               "condition came with the cut that keeps every strong tool wherever it is ranked "
+               "(router.ranking.adaptive_k), whose curve this is."
+               if c.get("first_condition_alone") and c["first_condition_alone"] != c["chosen"] else "")
             + (f" A first rule (the most complete ratio costing no more tokens than fixed k=5) chose "
                f"{c['first_rule_chose']['dev']}, a default less complete than the old one; it was replaced "
                "on this same curve." if c.get("first_rule_chose") else "")

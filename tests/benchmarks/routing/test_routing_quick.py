@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -27,6 +28,14 @@ def test_quick_routing_benchmark_writes_every_section(tmp_path):
     assert fixed["1"]["test"]["tokens"] < fixed["5"]["test"]["tokens"] < fixed["10"]["test"]["tokens"]
     assert fixed["1"]["test"]["all_gold"] <= fixed["10"]["test"]["all_gold"]
     assert all(v["test"]["tools"] <= 10 for v in data["curve"]["adaptive"].values())
+    # the default's rule: as complete as fixed k=5, and not below the fixed-k curve at equal tokens
+    curve, loosest = data["curve"], min(data["curve"]["adaptive"], key=float)
+    for half, ratio in curve["chosen"].items():
+        got = curve["adaptive"][str(ratio)][half]
+        line = sorted((v[half]["tokens"], v[half]["all_gold"]) for v in fixed.values())
+        assert str(ratio) == loosest or (got["all_gold"] >= fixed["5"][half]["all_gold"]
+                                         and got["all_gold"] >= np.interp(got["tokens"], *zip(*line)))
+    assert curve["shipped"] == curve["chosen"]["dev"]
     a = data["abstention"]
     assert set(a["scored"]["test"]) == {"bfcl_irrelevance", "stb_gold_removed", "metatool_gold_removed"}
     assert 0.10 <= a["shipped"] <= 0.45
