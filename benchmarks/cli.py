@@ -202,6 +202,12 @@ def routing_cmd(
     from .routing.report import summary
 
     target = _out(out, "routing", quick)
+    if only not in (None, "speed", "usage-log", "curve", "parts", "companions"):
+        raise BenchmarkError(f"--only: speed, usage-log, curve, parts or companions, not {only!r}")
+    earlier = "--render" if render else f"--only {only}" if only in ("speed", "usage-log", "curve") else None
+    if earlier and not (target / "results.json").is_file():  # these read an earlier run's results
+        raise BenchmarkError(f"{earlier}: no earlier run's results in {target} (results.json): run `toolsift bench "
+                             f"routing{' --quick' if quick else ''}` first, or give --out the folder of one")
     if render:
         import json
 
@@ -216,8 +222,6 @@ def routing_cmd(
         write_report(res, path.parent)
         typer.echo(f"wrote {path.parent / 'report.md'}")
         return
-    if only not in (None, "speed", "usage-log", "curve", "parts", "companions"):
-        raise BenchmarkError(f"--only: speed, usage-log, curve, parts or companions, not {only!r}")
     if leave_out is not None and (only != "companions" or model is not None):
         raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
                              "--only companions and no --model")

@@ -302,9 +302,14 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         save()
         write_report(res, out)
         return res
-    sets = load(quick)
     if only:  # one section alone (speed | usage-log | curve), into an earlier run's results
         res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
+        if "quality" not in res:  # a folder only `--only parts|companions` wrote: no coverage choice to reuse
+            from ..errors import BenchmarkError
+
+            raise BenchmarkError(f"--only {only}: {out / 'results.json'} has no full run's sections (quality): "
+                                 "run `toolsift bench routing` into that folder first")
+        sets = load(quick)
         NEW["coverage"] = res["quality"]["shipped"]
         if "curve" in res:
             res["curve"] = rechosen(res["curve"])
@@ -317,6 +322,7 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         save()
         write_report(res, out)
         return res
+    sets = load(quick)
     rts = routers(sets, model)
     print("quality (coverage cross-fitted, exact names):", flush=True)
     res["quality"] = quality(sets, rts, quick)

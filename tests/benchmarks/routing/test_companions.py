@@ -181,3 +181,24 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     assert set(c["general_lofo"]) == {"restbench", "stabletoolbench"} and "general" in c and "chosen" in c
     report = (tmp_path / "report.md").read_text()
     assert "| restbench | " in report and "| stabletoolbench | " in report and "General encoder (the shipped" in report
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--render"], "--render: no earlier run's results in"),
+    (["--only", "curve"], "--only curve: no earlier run's results in"),
+    (["--only", "speed"], "--only speed: no earlier run's results in"),
+])
+def test_sections_that_read_an_earlier_run_say_so_when_there_is_none(tmp_path, args, says):
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", *args, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and says in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_a_section_alone_needs_a_full_runs_coverage_choice(tmp_path):
+    # a folder that only `--only companions` or `--only parts` wrote has no quality section to reuse
+    (tmp_path / "results.json").write_text(json.dumps({"command": "toolsift bench routing --only parts",
+                                                       "load_average": {"start": [0, 0, 0]}, "versions": {}}))
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "curve", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and "has no full run's sections (quality)" in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1
