@@ -204,6 +204,13 @@ def routing_cmd(
     target = _out(out, "routing", quick)
     if only not in (None, "speed", "usage-log", "curve", "parts", "companions"):
         raise BenchmarkError(f"--only: speed, usage-log, curve, parts or companions, not {only!r}")
+    if leave_out is not None and (only != "companions" or model is not None or render):
+        raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
+                             "--only companions and no --model or --render")
+    if leave_out is not None:
+        from .routing.general_lofo import check
+
+        check(leave_out)
     earlier = "--render" if render else f"--only {only}" if only in ("speed", "usage-log", "curve") else None
     if earlier and not (target / "results.json").is_file():  # these read an earlier run's results
         raise BenchmarkError(f"{earlier}: no earlier run's results in {target} (results.json): run `toolsift bench "
@@ -222,13 +229,6 @@ def routing_cmd(
         write_report(res, path.parent)
         typer.echo(f"wrote {path.parent / 'report.md'}")
         return
-    if leave_out is not None and (only != "companions" or model is not None):
-        raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
-                             "--only companions and no --model")
-    if leave_out is not None:
-        from .routing.general_lofo import check
-
-        check(leave_out)
     res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only, leave_out=leave_out)
     if leave_out is not None:
         from .routing.report import general_lofo_summary

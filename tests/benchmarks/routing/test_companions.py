@@ -125,6 +125,7 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
 @pytest.mark.parametrize("args, says", [
     (["--leave-out", "seal_tools"], "it goes with --only companions and no --model"),
     (["--only", "parts", "--leave-out", "seal_tools"], "it goes with --only companions and no --model"),
+    (["--only", "companions", "--render", "--leave-out", "seal_tools"], "and no --model or --render"),
     (["--only", "companions", "--leave-out", "nosuchfamily"], "unknown family 'nosuchfamily' (choose from: livemcpbench, metatool"),
 ])
 def test_leave_out_misuse_is_one_line_and_exit_2_before_any_work(tmp_path, args, says):
