@@ -167,7 +167,7 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     report = (tmp_path / "report.md").read_text()
     assert "General encoder, leave one family out" in report and "| stabletoolbench |" in report
     assert "not run yet: livemcpbench, metatool, restbench, seal_tools" in report
-    # a family's rows stay when another family's run comes after (each is an hour of training)
+    # a family's rows stay when another family's run comes after (each is half an hour of training)
     res_json = json.loads(path.read_text())
     res_json["companions"]["general_lofo"] = {"restbench": row}
     path.write_text(json.dumps(res_json))
