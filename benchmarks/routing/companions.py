@@ -68,10 +68,12 @@ VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
 
-def load(quick: bool) -> dict[str, Any]:
+def load(quick: bool, names: list[str] | None = None) -> dict[str, Any]:
+    """The files present of ``names`` (default: this section's, or its quick ones), their requests
+    sampled (--quick: 24 each)."""
     from ..data.datasets import available, load_dataset
     out = {}
-    for name in (QUICK_FILES if quick else FILES):
+    for name in names if names is not None else (QUICK_FILES if quick else FILES):
         if available(name):
             d = load_dataset(name)
             d.queries = rt._sample(d.queries, 24 if quick else MAX_QUERIES)

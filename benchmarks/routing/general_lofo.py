@@ -43,18 +43,10 @@ def check(left_out: str) -> None:
 def load(left_out: str, quick: bool) -> dict[str, Any]:
     """The companions section's files (--quick: its quick files, and the left-out family's, 24
     requests each)."""
-    from ..data.datasets import available, load_dataset
-    from ..retrieval import targets as rt
-    from .companions import MAX_QUERIES
+    from . import companions
 
     check(left_out)
-    names = [n for n in FILES if not quick or n in QUICK_FILES or family(n) == left_out]
-    out = {}
-    for name in filter(available, names):
-        d = load_dataset(name)
-        d.queries = rt._sample(d.queries, 24 if quick else MAX_QUERIES)
-        out[name] = d
-    return out
+    return companions.load(quick, [n for n in FILES if not quick or n in QUICK_FILES or family(n) == left_out])
 
 
 def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
