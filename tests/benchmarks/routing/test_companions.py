@@ -158,9 +158,11 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     files = {k.split("|")[0] for k in row["today"]}
     assert files and all(f.startswith("stabletoolbench_") for f in files)
     assert all(sum(v["n"] for k, v in row["today"].items() if k.split("|")[0] == f) == 24 for f in files)
-    assert set(row["new"]) == set(row["today"]) == set(row["part_signal hybrid"]) == set(row["cost"]["new"])
-    for k, v in row["new"].items():  # the first five never move: nDCG@5 is today's
-        assert abs(v["ndcg@5"] - row["today"][k]["ndcg@5"]) < 1e-9 and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
+    assert set(row["new"]) == set(row["today"]) == set(row["part_signal hybrid"]) == set(row["cost"]["new"]) \
+        == set(row["shipped weights"])
+    for k in row["new"]:  # the first five never move, with either weights: nDCG@5 is today's
+        for v in (row["new"][k], row["shipped weights"][k]):
+            assert abs(v["ndcg@5"] - row["today"][k]["ndcg@5"]) < 1e-9 and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1
     line = next(x for x in res.stdout.splitlines() if x.startswith("general encoder trained without stabletoolbench"))
     g2 = row["today"]["stabletoolbench_G2_instruction|multi"]["all_gold@10"]
     assert f"G2_instruction {g2:.3f} -> " in line
