@@ -221,10 +221,10 @@ def routing_cmd(
         from .routing.features import rechosen
         from .routing.report import write_report
 
-        path = _out(out, "routing", quick) / "results.json"
+        path = target / "results.json"
         res = json.loads(path.read_text(encoding="utf-8"))
-        if "curve" in res and rechosen(res["curve"]) != res["curve"]:  # an earlier rule's: re-chosen, same curve
-            res["curve"] = rechosen(res["curve"])
+        if "curve" in res and (again := rechosen(res["curve"])) != res["curve"]:  # an earlier rule's: same curve
+            res["curve"] = again
             path.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
         write_report(res, path.parent)
         typer.echo(f"wrote {path.parent / 'report.md'}")
