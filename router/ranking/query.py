@@ -93,6 +93,33 @@ def _normalize(query_or_messages: Any) -> str:
     raise RouterError(f"query must be a string or a messages list, not {type(query_or_messages).__name__}")
 
 
+# A period after these is no sentence end. Titles stand before a name ("find Mr. Lu's resume", "Messi
+# vs. Ronaldo"); the shortenings end a sentence only when a capital follows ("... of Apple Inc. Then
+# ..."), not before a lower-case word or a number ("Apple Inc. and its CEO", "e.g. the", "No. 5").
+# Counted over the labelled routing requests: 1 to 11 per file were cut inside a sentence, mostly at
+# "Inc.", "Dr.", "No." and "vs.".
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "rev", "gen", "capt", "sgt",
+                     "vs", "v"})
+_SHORTENINGS = frozenset({"inc", "ltd", "co", "corp", "llc", "plc", "etc", "approx", "no", "nos", "e.g",
+                          "i.e", "u.s", "u.k", "fig", "vol", "ave", "dept", "est", "min", "max"})
+_WORD_BEFORE = re.compile(r"(?:^|(?<=[^\w.]))((?:[A-Za-z]\.)*[A-Za-z]+)\.$")
+
+
+def abbreviation_ends(text: str, cut: int) -> bool:
+    """Whether the sentence end found at ``cut`` (the space after a period) only closes an
+    abbreviation: the cut is not a sentence end then."""
+    if cut == 0 or text[cut - 1] != ".":
+        return False
+    word = _WORD_BEFORE.search(text, max(0, cut - 12), cut)
+    if word is None:
+        return False
+    w = word.group(1).lower()
+    if w in _TITLES:
+        return True
+    nxt = text[cut:].lstrip()[:1]
+    return w in _SHORTENINGS and (nxt.islower() or nxt.isdigit())
+
+
 # Sentence ends and the connectives people use to chain requests ("..., then ...").
 _SPLIT = re.compile(r"(?<=[.?!;])\s+|\s*\b(?:and then|then|also|additionally|furthermore|"
                     r"moreover|as well as|in addition)\b[,:]?\s*", re.IGNORECASE)
@@ -105,7 +132,10 @@ def split_query(query: str, max_parts: int = 4) -> list[str]:
     Fragments too short to stand alone are glued to the previous part. Only the first
     ``max_parts`` parts are kept (each one costs an encoder call).
     """
-    pieces = [p.strip(" ,") for p in _SPLIT.split(query) if p and p.strip(" ,")]
+    cuts = [(m.start(), m.end()) for m in _SPLIT.finditer(query) if not abbreviation_ends(query, m.start())]
+    bounds = [0] + [x for c in cuts for x in c] + [len(query)]
+    texts = [query[bounds[i]:bounds[i + 1]] for i in range(0, len(bounds), 2)]
+    pieces = [p.strip(" ,") for p in texts if p and p.strip(" ,")]
     parts: list[str] = []
     for p in pieces:
         if parts and len(p.split()) < _MIN_PART_WORDS:
@@ -131,7 +161,8 @@ def sentence_spans(query: str, max_sentences: int = 6) -> list[tuple[int, int]]:
     over the whole query.
     """
     spans, pos = [], 0
-    bounds = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(query)] + [(len(query), len(query))]
+    bounds = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(query)
+              if not abbreviation_ends(query, m.start())] + [(len(query), len(query))]
     for cut, nxt in bounds:
         s, e = pos, cut
         while s < e and query[s].isspace():

@@ -58,3 +58,20 @@ def test_numbered_steps_are_parts_without_their_numbers():
     # BFCL live multiple, one tool: "40." ends a sentence; without a step 1 and 2 a number is no step
     one = _text("bfcl_live_multiple", "If I have 100$ and I donated 40.")
     assert _parts(one) == ["If I have 100$ and I donated 40.", "How much do I have now?"]
+
+
+def test_a_period_after_an_abbreviation_ends_no_part():
+    # LiveMCPBench, a resume search and a file write: "Mr." was cut off as a part of its own
+    q = _text("livemcpbench", "Help me find Mr. Lu Yaojie's resume")
+    assert _parts(q) == ["Help me find Mr. Lu Yaojie's resume in the Chinese Information Processing Laboratory "
+                         "of the Institute of Software", "save it to /root/markdown/cv.md."]
+    # Seal-Tools: a number follows "No.", so the sentence goes on
+    q = _text("seal_tools", "I'm really interested in learning more about Symphony No. 9")
+    assert _parts(q, rules=())[0].startswith("I'm really interested in learning more about Symphony No. 9 composed")
+    # StableToolBench G1_tool: "vs." joins two boxers, whatever follows it
+    q = _text("stabletoolbench_G1_tool", "I am curious about the odds for the upcoming boxing matches.")
+    assert not any(p.endswith("vs.") for p in _parts(q, rules=()))
+    # ... while "Inc." before a capital still ends its sentence ("... for Apple Inc. Can you ...")
+    q = _text("stabletoolbench_G1_tool", "I need to know the calendar events, cash flow statements")
+    assert _parts(q, rules=()) == ["I need to know the calendar events, cash flow statements, and recommendation "
+                                   "trends for Apple Inc.", "Can you assist me with this financial information?"]

@@ -23,6 +23,13 @@ def test_query_sentences_only_for_several_sentences():
     assert len(query_sentences(" ".join(["Get the weather for a city."] * 20), max_sentences=6)) == 6
     assert query_sentences("previous turn about weather\nand in Paris now?") == [
         "previous turn about weather", "and in Paris now?"]  # conversation parts are lines
+    # a period after an abbreviation ends no sentence (router.ranking.query.abbreviation_ends)
+    assert query_sentences("Who won Barcelona vs. Real Madrid last week? Book me a hotel in Madrid.") == [
+        "Who won Barcelona vs. Real Madrid last week?", "Book me a hotel in Madrid."]
+    assert query_sentences("Get the price of Apple Inc. and its CEO. Then email it to Dr. Lee at work.") == [
+        "Get the price of Apple Inc. and its CEO.", "Then email it to Dr. Lee at work."]
+    assert query_sentences("Get the stock price of Apple Inc. Then find the CEO of the company.") == [
+        "Get the stock price of Apple Inc.", "Then find the CEO of the company."]
 
 
 def test_second_sentence_reaches_its_tool(stb_base_router):
