@@ -26,7 +26,7 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   rank-64 form, at its own fusion depth) and that model and those weights score the other half:
   nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
   companions and part tools off. Its leave-one-family-out rows need a model trained without each
-  family, 20-35 minutes of training apiece: one family per run, ``--leave-out FAMILY``
+  family, 21-31 minutes of training apiece: one family per run, ``--leave-out FAMILY``
   (benchmarks/routing/general_lofo.py).
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
