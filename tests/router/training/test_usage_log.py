@@ -100,3 +100,8 @@ def test_route_json_says_abstain_adaptive_k_and_parts(gorilla_db):
     fixed = json.loads(toolsift("route", "translate english to french", "-k", "3", "--json", "--method", "bm25",
                                 db=gorilla_db).stdout)
     assert len(fixed["tools"]) == 3 and fixed["adaptive_k"] is None
+    # a period after a title ends no part: still two parts, not "... filmed by Dr." and "Smith in the park."
+    titled = json.loads(toolsift("route", "classify sports activities in videos filmed by Dr. Smith in the park. "
+                                 "Also translate english to french", "--json", "--method", "bm25",
+                                 db=gorilla_db).stdout)
+    assert titled["parts"] == 2
