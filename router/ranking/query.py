@@ -103,6 +103,7 @@ _TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "r
 _SHORTENINGS = frozenset({"inc", "ltd", "co", "corp", "llc", "plc", "etc", "approx", "no", "nos", "e.g",
                           "i.e", "u.s", "u.k", "fig", "vol", "ave", "dept", "est", "min", "max"})
 _WORD_BEFORE = re.compile(r"(?:^|(?<=[^\w.]))((?:[A-Za-z]\.)*[A-Za-z]+)\.$")
+_NEXT_CHAR = re.compile(r"\s*(\S)")
 
 
 def abbreviation_ends(text: str, cut: int) -> bool:
@@ -116,8 +117,10 @@ def abbreviation_ends(text: str, cut: int) -> bool:
     w = word.group(1).lower()
     if w in _TITLES:
         return True
-    nxt = text[cut:].lstrip()[:1]
-    return w in _SHORTENINGS and (nxt.islower() or nxt.isdigit())
+    if w not in _SHORTENINGS:
+        return False
+    nxt = _NEXT_CHAR.match(text, cut)  # not text[cut:]: a long request has many periods
+    return nxt is not None and (nxt.group(1).islower() or nxt.group(1).isdigit())
 
 
 # Sentence ends and the connectives people use to chain requests ("..., then ...").
