@@ -31,7 +31,7 @@ from typing import Collection
 
 import numpy as np
 
-from .query import abbreviation_ends
+from .query import cuts
 
 # Sentence ends, new lines, and the connectives people chain requests with. A clause starting
 # with one of these is a new part; "and" alone is not (it joins objects of one request too often:
@@ -88,7 +88,7 @@ SHARPNESS = 3.0
 
 def _cuts(query: str, rules: Collection[str]) -> list[tuple[int, int]]:
     """The (start, end) of every cut, in order, overlapping ones merged."""
-    found = [(m.start(), m.end()) for m in _CUT.finditer(query) if not abbreviation_ends(query, m.start())]
+    found = cuts(_CUT, query)
     for rule in rules:
         if rule in _RULE_CUTS:
             found += [(m.start(), m.end()) for m in _RULE_CUTS[rule].finditer(query)]

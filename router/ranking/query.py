@@ -123,6 +123,12 @@ def abbreviation_ends(text: str, cut: int) -> bool:
     return nxt is not None and (nxt.group(1).islower() or nxt.group(1).isdigit())
 
 
+def cuts(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """(start, end) of each match of ``pattern`` (sentence ends and connectives) in ``text``, less
+    those that only close an abbreviation: what every splitter here and in router.ranking.coverage cuts at."""
+    return [(m.start(), m.end()) for m in pattern.finditer(text) if not abbreviation_ends(text, m.start())]
+
+
 # Sentence ends and the connectives people use to chain requests ("..., then ...").
 _SPLIT = re.compile(r"(?<=[.?!;])\s+|\s*\b(?:and then|then|also|additionally|furthermore|"
                     r"moreover|as well as|in addition)\b[,:]?\s*", re.IGNORECASE)
@@ -135,10 +141,9 @@ def split_query(query: str, max_parts: int = 4) -> list[str]:
     Fragments too short to stand alone are glued to the previous part. Only the first
     ``max_parts`` parts are kept (each one costs an encoder call).
     """
-    cuts = [(m.start(), m.end()) for m in _SPLIT.finditer(query) if not abbreviation_ends(query, m.start())]
-    bounds = [0] + [x for c in cuts for x in c] + [len(query)]
-    texts = [query[bounds[i]:bounds[i + 1]] for i in range(0, len(bounds), 2)]
-    pieces = [p.strip(" ,") for p in texts if p and p.strip(" ,")]
+    found = cuts(_SPLIT, query)
+    starts, ends = [0] + [e for _, e in found], [s for s, _ in found] + [len(query)]
+    pieces = [p.strip(" ,") for p in (query[a:b] for a, b in zip(starts, ends)) if p.strip(" ,")]
     parts: list[str] = []
     for p in pieces:
         if parts and len(p.split()) < _MIN_PART_WORDS:
@@ -164,8 +169,7 @@ def sentence_spans(query: str, max_sentences: int = 6) -> list[tuple[int, int]]:
     over the whole query.
     """
     spans, pos = [], 0
-    bounds = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(query)
-              if not abbreviation_ends(query, m.start())] + [(len(query), len(query))]
+    bounds = cuts(_SENTENCE_END, query) + [(len(query), len(query))]
     for cut, nxt in bounds:
         s, e = pos, cut
         while s < e and query[s].isspace():
