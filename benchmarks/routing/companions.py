@@ -62,9 +62,11 @@ KEEPS = (5,)
 POOL = 60
 # Shown beside the new default, not chosen from (name -> settings laid over it, what to show):
 # adaptive k without each part's own tool sent (router.ranking.shaping), and, for the general
-# encoder, each part ranked also by its own vector (the parts encoded apart: a second encoder pass).
+# encoder, each part ranked also by its own vector (the parts encoded apart: a second encoder pass),
+# and no floor on each part's own tool (benchmarks/routing/part_floor.py).
 SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
-VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10")}
+VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10"),
+            "no part floor": ({"part_floor": None}, "all_gold@10")}
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
 
@@ -94,8 +96,11 @@ def _today() -> dict[str, Any]:
     return {**_off(), "part_tools": 0}
 
 
-def setting_of(weights: dict[str, float], keep: int) -> dict[str, Any]:
-    return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep}
+def setting_of(weights: dict[str, float], keep: int, chosen: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Router settings of a choice: the kind weights, the kept places and, when ``chosen`` holds one,
+    the part floor (benchmarks/routing/part_floor.py)."""
+    floor = {"part_floor": chosen["part_floor"]} if chosen and "part_floor" in chosen else {}
+    return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep, **floor}
 
 
 def corpus(name: str) -> str:
@@ -215,15 +220,16 @@ def routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[st
 
 
 def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
-              variants: dict[str, tuple[dict[str, Any], str]] | None = None) -> tuple[dict[str, Any], list[Case], dict,
-                                                                                    list[Case]]:
+              variants: dict[str, tuple[dict[str, Any], str]] | None = None,
+              floors: bool = False) -> tuple[dict[str, Any], list[Case], dict, list[Case]]:
     """Weights chosen on each half, the other half scored. ``by_half[h]``: the routers (one per
     catalog) that rank half ``h`` for the choice and then score the other half; the same routers
     for both halves with the base model, the model trained on ``h`` with the general encoder's
     half models, so no request is scored by a model or weights that saw it. Returns the tables,
     the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
     ``variants``: other router settings (name -> (config, what to show)) laid over each half's
-    choice and scored the same way, shown beside the new default, never chosen from."""
+    choice and scored the same way, shown beside the new default, never chosen from. ``floors``: each
+    half also chooses the part floor after its weights (benchmarks/routing/part_floor.py)."""
     co = {h: learned(sets, {other_half(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
     graphs = _graphs(sets, co)
     chosen, pooled = {}, []
@@ -234,6 +240,12 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
         w, keep, obj = choose(pool, graphs)
         chosen[half] = {"weights": w, "keep": keep, "objective": round(obj, 4)}
         print(f"  chosen on {half}: {w}, keep {keep} (objective {obj:.4f})", flush=True)
+        if floors:
+            from . import part_floor
+
+            floor, tried = part_floor.choose(pool, setting_of(w, keep), co, routed)
+            chosen[half].update(part_floor=floor, part_floor_tried=tried)
+            print(f"  part floor chosen on {half}: {floor} ({tried})", flush=True)
     scored: list[Case] = []
     today_ranked: dict[int, list[str]] = {}
     new_ranked: dict[int, list[str]] = {}
@@ -243,12 +255,12 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     for half in HALVES:  # scored: the other half of each choice, by the routers of the choice
         pick = chosen[other_half(half)]
         part = cases(sets, by_half[other_half(half)], half)  # with its top POOL, for `misses`
-        for store, setting in ((today_ranked, None), (new_ranked, setting_of(pick["weights"], pick["keep"]))):
+        for store, setting in ((today_ranked, None), (new_ranked, setting_of(pick["weights"], pick["keep"], pick))):
             ranked, sent = routed(part, setting, co)
             store.update({len(scored) + j: v for j, v in ranked.items()})
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
         for name, (extra, show) in (variants or {}).items():
-            ranked, sent = routed(part, {**setting_of(pick["weights"], pick["keep"]), **extra}, co,
+            ranked, sent = routed(part, {**setting_of(pick["weights"], pick["keep"], pick), **extra}, co,
                                    sent_too=show == "sent")
             varied[name][0].update({len(scored) + j: v for j, v in ranked.items()})
             varied[name][1].update({len(scored) + j: v for j, v in sent.items()})
@@ -316,7 +328,7 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General
     if isinstance(general, tuple):
         by_half, models = general
         print("  general encoder (the model trained on the choosing half):", flush=True)
-        out["general"] = {**cross_fit(sets, by_half, VARIANTS)[0], "models": models}
+        out["general"] = {**cross_fit(sets, by_half, VARIANTS, floors=True)[0], "models": models}
     else:
         out["general"] = {"skipped": general or "not asked for"}
     return out

@@ -7,8 +7,9 @@ The cross-fitted general-encoder rows of the companions section (benchmarks/rout
 score each half with a model trained on the other half of *every* family, so the family itself was
 trained on. Here the model is the one `toolsift bench general-encoder --leave-out FAMILY` trains
 (the shipped recipe on every other family's queries, benchmarks/retrieval/general_training.py; the
-same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights are chosen
-with that model on every other family's requests (both halves, co-use from their gold sets), and
+same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights and then
+the part floor (benchmarks/routing/part_floor.py) are chosen with that model on every other family's
+requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
 catalog nobody labelled gets. One family per run, because each needs its own model (21-31 minutes
 of training on 2 cores the first time); each run adds its family to the results of the earlier ones.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import part_floor
 from .common import HALVES, routers
 from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, corpus, family, learned,
                          requests, routed, setting_of)
@@ -78,18 +80,22 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     print(f"  {len(pooled)} requests of the other families routed once by the model trained without "
           f"{left_out}", flush=True)
     weights, keep, _ = choose(pooled, graphs)
-    print(f"  chosen without {left_out}: {weights}, keep {keep}", flush=True)
+    floor, tried = part_floor.choose(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
+    print(f"  chosen without {left_out}: {weights}, keep {keep}, part floor {floor}", flush=True)
     test = requests(mine, rts)
     none: dict[str, dict[str, list]] = {h: {} for h in HALVES}
+    chosen = setting_of(weights, keep, {"part_floor": floor})
     today, today_sent = routed(test, None, none)
-    new, new_sent = routed(test, setting_of(weights, keep), none)
+    new, new_sent = routed(test, chosen, none)
     extra, _ = VARIANTS[HYBRID]
-    hybrid, _ = routed(test, {**setting_of(weights, keep), **extra}, none, sent_too=False)
+    hybrid, _ = routed(test, {**chosen, **extra}, none, sent_too=False)
     # what the router ships with on this family: its weights were chosen on the dev half of every
     # family, this one's too, so this column is not a held-out choice (none of its co-use is used)
-    shipped, _ = routed(test, setting_of(config.companion_weights, config.companion_keep), none, sent_too=False)
+    shipped, _ = routed(test, setting_of(config.companion_weights, config.companion_keep,
+                                         {"part_floor": config.part_floor}), none, sent_too=False)
     model = {"trained_on": f"every family but {left_out}", "spec": info["spec"], "pairs": info["pairs"],
              "seconds": info.get("seconds")}
-    return {"weights": weights, "keep": keep, "model": model, "today": scores(test, today),
+    return {"weights": weights, "keep": keep, "part_floor": floor, "part_floor_tried": tried, "model": model,
+            "today": scores(test, today),
             "new": scores(test, new), "cost": {"today": costs(test, today_sent), "new": costs(test, new_sent)},
             HYBRID: scores(test, hybrid), SHIPPED: scores(test, shipped)}

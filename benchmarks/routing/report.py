@@ -240,7 +240,8 @@ def _part_tools_note(res: dict[str, Any]) -> str:
 
 
 def _setting(x: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept"
+    floor = f"; part floor {x['part_floor']}" if "part_floor" in x else ""
+    return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept{floor}"
 
 
 def _companions(res: dict[str, Any]) -> list[str]:
@@ -290,10 +291,12 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
                   "the general encoder with companions and part tools off. Chosen on dev: " + _setting(g["chosen"]["dev"])
                   + "; on test: " + _setting(g["chosen"]["test"]) + "."
-                  + (" Last column, not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
+                  + (" Columns not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
                      "ranked by its own vector, the parts encoded apart: a second encoder pass per multi-part request; "
-                     "its cost: `toolsift bench router --speed-only`)." if "part_signal hybrid" in g.get("variants", {})
-                     else ""),
+                     "its cost: `toolsift bench router --speed-only`)" if "part_signal hybrid" in g.get("variants", {})
+                     else "")
+                  + (" and without the part floor each half chose (benchmarks/routing/part_floor.py)."
+                     if "no part floor" in g.get("variants", {}) else "."),
                   "", *_cross_fit_table(g)]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]

@@ -98,6 +98,12 @@ class RouterConfig:
     # --only parts` (docs/routing.md).
     part_tools: int = 1
     part_signal: str = "bm25"
+    # A part's tool is placed only when its cosine with the part's vector (pooled from the request's
+    # one encoder pass) is at least this (None: no floor): a part that asks for nothing otherwise
+    # brings whatever shares a word with it. The general encoder's own (GENERAL_PART_FLOOR), chosen
+    # cross-fitted by `toolsift bench routing --only companions` (docs/routing.md); the untuned MiniLM,
+    # whose cosines sit on another scale, has none.
+    part_floor: float | None = None
     # Adaptive k sends each part's own tool whenever it is in the ceiling's places, after the tools
     # the cut keeps (router.ranking.shaping): the cut weighs a tool against the whole request, the
     # wrong yardstick for a tool that is there for one part. Measured by `toolsift bench routing
@@ -133,11 +139,15 @@ def tuned_weights(model_id: str) -> tuple[float, float] | None:
 # trained without a family loses up to 0.004 nDCG@5 on it (APIBench more: benchmarks/README.md).
 # The untuned MiniLM keeps 100, the depth its defaults were chosen with (benchmarks/retrieval/targets.py).
 GENERAL_ENCODER_DEPTH = 50
+# The general encoder's floor for each part's own tool (RouterConfig.part_floor): chosen on each half
+# of the labelled requests with the half model trained on it, scoring the other half, by `toolsift
+# bench routing --only companions` (benchmarks/routing/part_floor.py).
+GENERAL_PART_FLOOR = 0.35
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
-    """``base`` (default: the defaults) with the general encoder's own fusion depth."""
-    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH)
+    """``base`` (default: the defaults) with the general encoder's own fusion depth and part floor."""
+    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR)
 
 
 def config_for_model(model: str | None) -> RouterConfig:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.vector_index import cosines
 from .fusion import Ranking
 
 __all__ = ["bring_part_tools"]
@@ -26,9 +27,11 @@ __all__ = ["bring_part_tools"]
 
 def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, method: str,
                      allowed: np.ndarray | None, *, per_part: int, keep: int,
-                     signal: str = "bm25") -> tuple[Ranking, dict[int, str]]:
+                     signal: str = "bm25", floor: float | None = None) -> tuple[Ranking, dict[int, str]]:
     """The ranking with each part's best tools placed after the first ``keep``, and the part (its
-    text) each placed tool is the best of. Unchanged for requests of fewer than two parts."""
+    text) each placed tool is the best of. Unchanged for requests of fewer than two parts. With a
+    ``floor``, a part's tool is placed only when its cosine with the part's vector (pooled from the
+    request's one encoder pass) reaches it; parts without a vector are not held to it."""
     if per_part <= 0 or parts is None or len(parts.spans) < 2 or len(ranking) <= keep:
         return ranking, {}
     head = ranking.docs[:keep].tolist()
@@ -44,6 +47,11 @@ def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, meth
     vectors = parts.vectors if parts.lexical is None else None  # dense-only routing: pooled is all there is
     if signal == "hybrid" and method != "bm25":
         vectors = router.encode_queries(texts)
+    # The floor: a part that asks for nothing ("Today is October 13th, 2024.", "We need two rooms.")
+    # still has a best tool by its words, one that shares a word with it; placed after the first
+    # places it pushes a tool the request does need out of the top 10. Its vector, read in the whole
+    # request, resembles no such tool. Measured and chosen by `toolsift bench routing --only companions`.
+    pooled = parts.vectors if floor is not None and router._dense is not None else None
     for i, text in enumerate(texts):
         lex = None if parts.lexical is None else parts.lexical[i]
         vec = None if vectors is None else vectors[i]
@@ -53,10 +61,13 @@ def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, meth
             own = router._rank_one(lex, None, "bm25", allowed, depth)
         else:
             own = router._rank_one(lex, vec, method if lex is not None else "dense", allowed, depth)
-        for d in own.docs[:per_part].tolist():
-            if d not in taken:
-                taken.add(d)
-                brought[d] = text
+        picks = [d for d in own.docs[:per_part].tolist() if d not in taken]
+        if pooled is not None and picks:
+            sims = cosines(router._dense.vectors[picks], pooled[i])[:, 0]
+            picks = [d for d, sim in zip(picks, sims.tolist()) if sim >= floor]
+        for d in picks:
+            taken.add(d)
+            brought[d] = text
     if not brought:
         return ranking, {}
     cap = float(np.min(ranking.scores[:keep]))  # a brought tool never outscores the places kept

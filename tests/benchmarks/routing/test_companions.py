@@ -103,6 +103,14 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     hybrid = g["variants"]["part_signal hybrid"]["scores"]
     assert set(hybrid) == set(g["new"])
     assert all(abs(hybrid[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
+    # the part floor, chosen on each half after its weights from the grid; without it, the first five stay too
+    from benchmarks.routing.part_floor import GRID
+
+    for h in ("dev", "test"):
+        assert g["chosen"][h]["part_floor"] in GRID and set(g["chosen"][h]["part_floor_tried"]) == set(map(str, GRID))
+        assert "part_floor" not in c["chosen"][h]  # the base model's rows choose none
+    loose = g["variants"]["no part floor"]["scores"]
+    assert all(abs(loose[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
     # and adaptive k without each part's own tool sent: never more tools than the default sends
     for table in (c, g):
         held = table["variants"]["part tools not sent by adaptive k"]["cost"]
@@ -160,6 +168,9 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     assert all(sum(v["n"] for k, v in row["today"].items() if k.split("|")[0] == f) == 24 for f in files)
     assert set(row["new"]) == set(row["today"]) == set(row["part_signal hybrid"]) == set(row["cost"]["new"]) \
         == set(row["shipped weights"])
+    from benchmarks.routing.part_floor import GRID
+
+    assert row["part_floor"] in GRID and set(row["part_floor_tried"]) == set(map(str, GRID))  # chosen without it
     for k in row["new"]:  # the first five never move, with either weights: nDCG@5 is today's
         for v in (row["new"][k], row["shipped weights"][k]):
             assert abs(v["ndcg@5"] - row["today"][k]["ndcg@5"]) < 1e-9 and 0 <= v["all_gold@5"] <= v["all_gold@10"] <= 1

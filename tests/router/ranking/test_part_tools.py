@@ -88,3 +88,36 @@ def test_adaptive_k_sends_each_parts_own_tool_after_the_ones_it_keeps(g2, tmp_pa
     parts = {t["id"] for t in json.loads(ten.stdout)["tools"] if t["reason"] == "part"}
     tools = json.loads(r.stdout)["tools"]
     assert parts and parts <= {t["id"] for t in tools if t["reason"] == "part"}
+
+
+def test_the_general_encoders_floor_keeps_parts_that_ask_for_nothing_from_bringing_tools():
+    """ComplexFuncBench (never trained or chosen on) over its 40 Booking.com endpoints, with the shipped
+    general encoder: requests open with context ("Today is October 13th, 2024.", "We need two rooms.")
+    whose best tool by their words is one the request does not need."""
+    from benchmarks.data.outside import available_outside, load_outside
+    from router.encoders.model import BASE_MODEL
+    from router.ranking.config import GENERAL_PART_FLOOR
+    from router.ranking.coverage import clause_spans
+
+    if not available_outside("complexfuncbench"):
+        pytest.skip("the outside sets' wheel nestful-wrapper is not installed (pip install 'toolsift[bench]')")
+    ds = load_outside("complexfuncbench")
+    router = Router(ds.records)  # the default encoder with its own defaults
+    assert router.config.part_floor == GENERAL_PART_FLOOR
+    assert Router(ds.records, model=BASE_MODEL).config.part_floor is None
+    loose = router.configured(part_floor=None)
+    brought = {True: 0, False: 0}
+    for q in ds.queries[:80]:
+        held, free = (r.select(q.text, k=10, adaptive=False) for r in (router, loose))
+        assert _ids(held)[:5] == _ids(free)[:5], q.id  # the first five never move
+        # each part's vector as the router reads it: pooled from the request's one encoder pass
+        spans = clause_spans(q.text, rules=router.config.clause_rules)
+        pooled = dict(zip((q.text[s:e] for s, e in spans), router.encode_query_sentences(q.text, spans, "spans")[1:]))
+        for floor, sel in ((True, held), (False, free)):
+            for s in (s for s in sel if s.reason == "part"):
+                brought[floor] += 1
+                sim = float(router._dense.vectors[router._index[s.record.id]] @ pooled[s.part])
+                assert sim >= GENERAL_PART_FLOOR or not floor, (q.id, s.record.name, sim)
+                if not floor and s.record.id not in _ids(held):  # dropped by the floor, and only by it
+                    assert sim < GENERAL_PART_FLOOR, (q.id, s.record.name, sim)
+    assert brought[True] < brought[False] / 2, brought  # measured 6 of 41

@@ -1,0 +1,38 @@
+"""The general encoder's floor for each part's own tool (RouterConfig.part_floor), chosen like the
+companion weights it is chosen after.
+
+Part of `toolsift bench routing --only companions` (benchmarks/routing/companions.py): on the
+general encoder's cross-fitted rows, half h's floor is chosen with the model trained on h, over h's
+requests routed with h's companion weights, and scores the other half with them; left out with a
+family (benchmarks/routing/general_lofo.py), it is chosen on every other family. Objective: the mean
+all-gold@10 over the multi-tool groups (a part's tool never enters the first five places, so nDCG@5
+cannot move); no floor is kept unless a floor beats it by more than 0.001.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable
+
+from ..retrieval import targets as rt
+from .set_scores import fast_scores
+
+__all__ = ["GRID", "choose"]
+
+GRID: tuple[float | None, ...] = (None, 0.2, 0.25, 0.3, 0.35, 0.4)
+
+
+def _objective(s: dict[str, dict[str, float]]) -> float:
+    vals = [v["all_gold@10"] for k, v in s.items() if k.endswith("|multi") and v["n"] >= 5]
+    return statistics.mean(vals) if vals else 0.0
+
+
+def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
+           routed: Callable[..., tuple[dict[int, list[str]], Any]]) -> tuple[float | None, dict[str, float]]:
+    """The floor for ``cs`` (companions.Case, routed by ``routed``, companions.routed, with ``setting``
+    laid over their routers and the co-use in ``co``), and the objective of each floor of the grid."""
+    tried = {}
+    for floor in GRID:
+        ranked, _ = routed(cs, {**setting, "part_floor": floor}, co, sent_too=False)
+        tried[str(floor)] = round(_objective(fast_scores(cs, ranked)), 4)
+    best = max(GRID, key=lambda f: tried[str(f)])
+    return (best if tried[str(best)] > tried[str(None)] + rt.KEEP_DEFAULT_MARGIN else None), tried
