@@ -188,9 +188,9 @@ def routing_cmd(
     quick: bool = typer.Option(False, "--quick", help="a small sample, no tuning (CI)"),
     model: Optional[str] = typer.Option(None, "--model", help="encoder: the bundled id or a local (tuned) folder"),
     no_tune: bool = typer.Option(False, "--no-tune", help="skip the usage-log tuning (minutes of training)"),
-    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log | curve | parts | companions: run only that "
-                                       "section, into OUT/results.json of an earlier run (parts, companions: of "
-                                       "one if there is one)"),
+    only: Optional[str] = typer.Option(None, "--only", help="speed | usage-log | curve | parts | companions | outside: run only that "
+                                       "section, into OUT/results.json of an earlier run (parts, companions, outside: "
+                                       "of one if there is one)"),
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
     leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
                                             help="with --only companions: score FAMILY with the general encoder "
@@ -202,8 +202,8 @@ def routing_cmd(
     from .routing.report import summary
 
     target = _out(out, "routing", quick)
-    if only not in (None, "speed", "usage-log", "curve", "parts", "companions"):
-        raise BenchmarkError(f"--only: speed, usage-log, curve, parts or companions, not {only!r}")
+    if only not in (None, "speed", "usage-log", "curve", "parts", "companions", "outside"):
+        raise BenchmarkError(f"--only: speed, usage-log, curve, parts, companions or outside, not {only!r}")
     if leave_out is not None and (only != "companions" or model is not None or render):
         raise BenchmarkError("--leave-out scores the general encoder's companions rows: it goes with "
                              "--only companions and no --model or --render")
@@ -238,6 +238,10 @@ def routing_cmd(
         from .routing.report import companions_summary
 
         typer.echo(companions_summary(res))
+    elif only == "outside":
+        from .routing.outside import summary as outside_summary
+
+        typer.echo(outside_summary(res))
     else:
         typer.echo(summary(res))
     typer.echo(f"wrote {target / 'report.md'}")

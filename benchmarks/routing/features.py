@@ -293,12 +293,12 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         save()
         write_report(res, out)
         return res
-    if only == "parts":  # the split's own section (benchmarks/routing/parts.py), into an earlier run's results if any
-        from . import parts
+    if only in ("parts", "outside"):  # a section of its own, into an earlier run's results if any
+        from . import outside, parts
 
         if out.joinpath("results.json").is_file():
             res = json.loads(out.joinpath("results.json").read_text(encoding="utf-8"))
-        res["parts"] = parts.run(quick, model) | {"command": f"{cmd} --only parts"}
+        res[only] = (parts if only == "parts" else outside).run(quick, model) | {"command": f"{cmd} --only {only}"}
         save()
         write_report(res, out)
         return res
@@ -350,6 +350,11 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
     from . import parts
 
     res["parts"] = parts.run(quick, model)
+    save()
+    print("multi-step requests from outside the training families:", flush=True)
+    from . import outside
+
+    res["outside"] = outside.run(quick, model) | {"command": cmd}
     save()
     print("speed at 20k tools:", flush=True)
     res["speed"] = extra.overhead(sets, model, quick)

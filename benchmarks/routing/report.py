@@ -354,10 +354,11 @@ def write_report(res: dict[str, Any], out: Path) -> None:
                                                   "stopped before its last section: the sections below are the "
                                                   "ones it wrote, plus any written by `--only`; ")
              + f"load average at start {la['start']}, at end {la.get('end')}). Encoder: {res['model']}.", ""]
+    from .outside import section as _outside
     from .parts import report_lines as _parts
 
     sections = {"quality": _quality, "companions": _companions, "curve": _curve, "abstention": _abstention,
-                "exact_names": _names, "parts": _parts, "speed": _speed, "usage_log": _usage}
+                "exact_names": _names, "parts": _parts, "outside": _outside, "speed": _speed, "usage_log": _usage}
     for key, part in sections.items():
         if key in res:  # a section run alone (--only) into a new folder writes only its own
             lines += part(res)

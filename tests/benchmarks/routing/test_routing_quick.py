@@ -44,8 +44,11 @@ def test_quick_routing_benchmark_writes_every_section(tmp_path):
     assert data["speed"]["catalog"] == 2000 and data["speed"]["new_k5"]["mean_ms"] > 0
     u = data["usage_log"]
     assert u["log_lines"] == u["pairs"] > 0 and "no tuning" in u["note"]
+    o = data["outside"]  # scored when the bench extra's nestful-wrapper is installed, else why not
+    assert o["command"] == "toolsift bench routing --quick"
+    assert set(o["rows"]) == {"base MiniLM", "general encoder (shipped)"} if "rows" in o else "not installed" in o["skipped"]
     report = (tmp_path / "report.md").read_text()
     for title in ("## Complete sets", "## Adaptive k", "## Abstention", "## Exact names", "## Cost per query",
-                  "## Learning from use"):
+                  "## Learning from use", "## Multi-step requests from outside the training families"):
         assert title in report
     assert "toolsift bench routing --quick" in report
