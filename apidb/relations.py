@@ -12,7 +12,11 @@ and one from use:
 - ``produces_for``: a tool that yields an identifier another tool takes — ``GET /search/person`` for
   ``GET /person/{person_id}/movie_credits``: a required ``<thing>_id`` parameter (or ``{id}`` under a
   ``/<things>/`` path segment) and, in the same API, an endpoint that searches or lists ``<thing>``
-  without needing its id; ``/me`` for a ``user_id``; a bare ``/search`` for every id of its API;
+  without needing its id; ``/me`` for a ``user_id``; a bare ``/search`` for every id of its API.
+  Where the catalog says what a tool returns (``output_fields``: ToolBench ``template_response``,
+  NESTful ``output_parameters``; an MCP ``outputSchema``), also a tool of the same API whose output
+  has a field named as another's required parameter and that does not take that parameter itself
+  (``dest_id`` from a destination search for a hotel search);
 - ``co_use``: tools called for one request, learned from call sequences (the usage log, or labelled
   multi-call answers), stored in the catalog (`apidb.catalog.Catalog.co_use`).
 
@@ -28,9 +32,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .loaders.common import field_names
 from .record import ApiRecord
 
-__all__ = ["KINDS", "MIN_CO_USE", "Relation", "api_key", "category_key", "co_use_pairs", "producer_links"]
+__all__ = ["KINDS", "MIN_CO_USE", "Relation", "api_key", "category_key", "co_use_pairs", "output_fields",
+           "producer_links"]
 
 KINDS = ("same_api", "same_category", "produces_for", "co_use")
 _API_KEYS = ("tool_name", "server", "tool")
@@ -63,6 +69,45 @@ def category_key(rec: ApiRecord) -> str | None:
     md = rec.metadata or {}
     value = next((md[k] for k in _CATEGORY_KEYS if md.get(k)), None)
     return None if value is None else f"{rec.namespace}\x1f{value}"
+
+
+def output_fields(rec: ApiRecord) -> set[str]:
+    """The field names (lower-cased) a record says its output carries: the loaders' ``output_fields``,
+    else the fields of an MCP ``output_schema``; empty when the catalog does not say."""
+    md = rec.metadata or {}
+    fields = md.get("output_fields")
+    if not isinstance(fields, list):
+        fields = field_names(md.get("output_schema")) if isinstance(md.get("output_schema"), dict) else []
+    return {f.lower() for f in fields if isinstance(f, str)}
+
+
+def _inputs(rec: ApiRecord) -> tuple[set[str], list[str]]:
+    """A record's parameter names and its required ones, lower-cased."""
+    params = rec.parameters if isinstance(rec.parameters, dict) else {}
+    props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+    required = params.get("required") if isinstance(params.get("required"), list) else []
+    return {str(n).lower() for n in props}, [n.lower() for n in required if isinstance(n, str)]
+
+
+def _fed(members: Sequence[ApiRecord]) -> list[Relation]:
+    """``produces_for`` from declared outputs (module doc): ``consumer -> producer`` when one of the
+    consumer's required parameters is a field of the producer's output the producer does not take.
+    A bare ``id`` is left out: every record of an API returns one, and it does not say of what."""
+    by_field: dict[str, list[int]] = defaultdict(list)
+    inputs = [_inputs(r) for r in members]
+    for j, r in enumerate(members):
+        for f in output_fields(r):
+            if f not in inputs[j][0]:  # a field the tool also takes is an echo, not a product
+                by_field[f].append(j)
+    if not by_field:
+        return []
+    out = []
+    for i, consumer in enumerate(members):
+        for name in inputs[i][1]:
+            if name == "id":
+                continue
+            out += [Relation(consumer.id, members[j].id, "produces_for", 1.0) for j in by_field.get(name, ()) if j != i]
+    return out
 
 
 def _stem(word: str) -> str:
@@ -104,7 +149,8 @@ def _needed_things(rec: ApiRecord) -> set[str]:
 
 def producer_links(records: Sequence[ApiRecord]) -> list[Relation]:
     """``produces_for`` relations: for each record that needs a thing's id, the records of the same
-    API that find or list that thing without needing its id (module doc)."""
+    API that find or list that thing without needing its id, and those whose declared output has a
+    field it requires (module doc)."""
     by_api: dict[str, list[ApiRecord]] = defaultdict(list)
     for r in records:
         by_api[api_key(r) or r.namespace].append(r)
@@ -142,6 +188,7 @@ def producer_links(records: Sequence[ApiRecord]) -> list[Relation]:
                     else:
                         continue
                     out.append(Relation(consumer.id, producer.id, "produces_for", strength))
+        out += _fed(members)
     best: dict[tuple[str, str], Relation] = {}
     for rel in out:
         key = (rel.source, rel.target)

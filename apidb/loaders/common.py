@@ -201,3 +201,52 @@ def unique_ids(records: list[ApiRecord], key: Callable[[ApiRecord], str] | None 
 
     counts = Counter(r.id for r in records)
     return [r if counts[r.id] == 1 else replace(r, id=f"{r.id}~{suffix(r)}") for r in records]
+
+
+# the keywords of a JSON Schema node: a dict made only of these describes one value, it names no fields
+_SCHEMA_WORDS = {"type", "title", "description", "enum", "required", "properties", "items", "default", "format",
+                 "nullable", "allowed_values", "example", "examples", "minimum", "maximum", "pattern", "const",
+                 "additionalProperties", "anyOf", "oneOf", "allOf", "$ref"}
+# the type names of a ToolBench template ({"description": "str"} names a field, it is no schema)
+_TEMPLATE_TYPES = {"str", "int", "float", "bool", "NoneType", "list", "dict"}
+MAX_OUTPUT_FIELDS = 64
+_JSON_KEY = re.compile(r'"([^"\\]{1,64})"\s*:')
+
+
+def field_names(output: Any, limit: int = MAX_OUTPUT_FIELDS, depth: int = 4) -> list[str]:
+    """The field names an output description carries, shallowest first, at most ``limit`` of them
+    and ``depth`` levels deep. It may be a JSON Schema (MCP ``outputSchema``: ``properties``,
+    ``items``), a name -> schema map (NESTful ``output_parameters``) or an example object (ToolBench
+    ``template_response``); what the tool returns is what a later call can take as input."""
+    if isinstance(output, str) and output.lstrip()[:1] in ("{", "[") and len(output) <= 200_000:
+        try:  # some catalogs hold the example as JSON text
+            output = json.loads(output)
+        except (ValueError, RecursionError):  # often cut off at a length limit: its keys, in order
+            return list(dict.fromkeys(_JSON_KEY.findall(output)))[:limit]
+    out: dict[str, None] = {}
+    level = [output]
+    for _ in range(depth + 1):
+        nxt: list[Any] = []
+        for node in level:
+            if isinstance(node, list):
+                nxt.extend(node[:1])  # an example array: its first item stands for the rest
+                continue
+            if not isinstance(node, dict):
+                continue
+            template = all(isinstance(v, str) and v in _TEMPLATE_TYPES for v in node.values())
+            if not template and set(node) <= _SCHEMA_WORDS and node.keys() & {"type", "description", "properties"}:
+                # one schema node: its properties are fields, its items (an array's) are looked into
+                props = node.get("properties")
+                named = props.items() if isinstance(props, dict) else ()
+                if isinstance(node.get("items"), (dict, list)):
+                    nxt.append(node["items"])
+            else:
+                named = node.items()
+            for name, sub in named:
+                if isinstance(name, str) and name and len(out) < limit:
+                    out.setdefault(name, None)
+                    nxt.append(sub)
+        level = nxt
+        if not level or len(out) >= limit:
+            break
+    return list(out)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..record import ApiRecord, make_id
-from .common import Problems, schema_problem, slug, unique_ids
+from .common import Problems, field_names, schema_problem, slug, unique_ids
 
 FORMAT = "toolbench"
 DEFAULT_NAMESPACE = "toolbench"
@@ -116,6 +116,9 @@ def _record(ns: str, where: Any, key: tuple[str, str, str], api: dict[str, Any],
                             "method": str(api.get("method") or "GET").upper()}
     if api.get("url"):
         meta["url"] = api["url"]
+    returns = field_names(api.get("template_response"))
+    if returns:  # what the endpoint returns: the fields a later call can take (apidb.relations)
+        meta["output_fields"] = returns
     local = ".".join(slug(part) for part in (category or "_", tool, api_name))
     return ApiRecord(id=make_id(ns, local), namespace=ns, name=function_name(tool, api_name),
                      description=desc.strip() if isinstance(desc, str) else "",

@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from apidb.loaders.common import field_names
 from apidb.record import ApiRecord, make_id
 
 from ..errors import DatasetError
@@ -89,6 +90,9 @@ def _record(name: str, tool: dict[str, Any]) -> ApiRecord:
     for key, field in (("path", "endpoint"), ("method", "method")):
         if tool.get(field):
             md[key] = tool[field]
+    returns = field_names(tool.get("output_parameters"))
+    if returns:  # what the tool returns, as a catalog that says it keeps it (apidb.relations)
+        md["output_fields"] = returns
     return ApiRecord(id=make_id(name, tool["name"]), namespace=name, name=tool["name"],
                      description=tool.get("description") or "", parameters=_schema(tool.get("query_parameters") or {}),
                      source_format="nestful", metadata=md)

@@ -208,3 +208,21 @@ def test_namespace_argument_that_is_not_utf8(db):
     assert proc.returncode == 2 and "Traceback" not in err, err[-2000:]
     assert len(err.strip().splitlines()) == 1 and "namespace" in err and "not valid Unicode" in err
     assert db.read_bytes() == before
+
+
+def test_a_template_response_that_is_deeply_nested_json_text(tmp_path, db):
+    """A ToolBench ``template_response`` held as JSON text is parsed for its field names (what the
+    endpoint returns); text nested past the parser's depth is read for its keys, not a crash."""
+    queries = json.loads(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+                         .read_text(encoding="utf-8"))[:3]
+    api = queries[0]["api_list"][0]
+    api["template_response"] = '{"hotel_id": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    path = tmp_path / "G2_part.json"
+    path.write_text(json.dumps(queries), encoding="utf-8")
+    proc, _ = toolsift_limited("catalog", "add", path, "--format", "toolbench", "--db", db, "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    from apidb import Catalog
+
+    with Catalog(db) as cat:
+        rec = next(r for r in cat.records("toolbench") if r.metadata["api_name"] == api["api_name"].strip())
+    assert rec.metadata["output_fields"] == ["hotel_id"]

@@ -125,6 +125,32 @@ def test_toolbench_spot_check():
             assert prop["default"] == p["default"]
 
 
+def test_toolbench_keeps_the_fields_an_endpoint_returns():
+    """``template_response`` (an example of what the endpoint returns) is kept as the field names a
+    later call can take (apidb.relations); an endpoint without one says nothing."""
+    path = shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+    apis: dict[tuple[str, str, str], dict] = {}
+    for q in json.loads(path.read_text(encoding="utf-8")):  # an endpoint listed twice: its first listing
+        for a in q["api_list"]:
+            apis.setdefault((a["category_name"].strip(), a["tool_name"].strip(), a["api_name"].strip()), a)
+    records = load(path).records
+    with_fields = 0
+    for rec in records:
+        key = (rec.metadata["category_name"], rec.metadata["tool_name"], rec.metadata["api_name"])
+        template = apis[key].get("template_response")
+        fields = rec.metadata.get("output_fields")
+        if not template:
+            assert fields is None
+            continue
+        with_fields += 1
+        assert fields and len(fields) == len(set(fields)) <= 64
+        if isinstance(template, dict):  # its own top-level keys come first
+            assert fields[:len(template)] == list(template)[:64]
+    assert with_fields > len(records) / 2
+    followers = next(r for r in records if r.id.endswith("Instagram_Pro.Followers_by_username"))
+    assert {"pk", "username", "full_name"} <= set(followers.metadata["output_fields"])  # nested in a list
+
+
 def test_toolbench_function_names():
     assert function_name("TheClique", "Songkick concert") == "songkick_concert_for_theclique"
     assert function_name("👋 Demo Project", "Get Product") == "get_product_for_demo_project"

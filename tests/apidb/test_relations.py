@@ -5,7 +5,7 @@ import pytest
 
 from apidb.errors import CatalogError
 from apidb.loaders import load
-from apidb.relations import api_key, category_key, co_use_pairs, producer_links
+from apidb.relations import api_key, category_key, co_use_pairs, output_fields, producer_links
 from tests.conftest import shared
 
 
@@ -33,6 +33,66 @@ def test_generic_search_and_me_produce_ids_on_spotify():
     needs_user = [n for n, r in by_name.items() if "{user_id}" in str(r.metadata.get("path"))]
     assert needs_user and all(links.get((n, "get-current-users-profile")) == 1.0 for n in needs_user)
     assert links[("get-an-albums-tracks", "search")] == 0.7  # /search finds ids of every kind
+
+
+def test_a_field_one_endpoint_returns_and_another_requires_links_them():
+    """StableToolBench G2: Instagram Pro's "following" needs a user's ``pk``; its followers listing
+    returns users with their ``pk`` (template_response) and takes a username, not a pk."""
+    records = load(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json"),
+                   format="toolbench").records
+    links = _links(records)
+    assert links[("Social.Instagram_Pro.Following_by_PK", "Social.Instagram_Pro.Followers_by_username")] == 1.0
+    by_id = {r.id.split("/", 1)[1]: r for r in records}
+    for (consumer, producer), strength in links.items():
+        c, p = by_id[consumer], by_id[producer]
+        if not output_fields(p) & {n.lower() for n in c.parameters.get("required", [])}:
+            continue  # a link by name (the rules above)
+        assert api_key(c) == api_key(p) and consumer != producer
+        fed = output_fields(p) & {n.lower() for n in c.parameters.get("required", [])} - {"id"}
+        # a product, not an echo: the producer does not take the field itself
+        assert any(f not in {n.lower() for n in p.parameters["properties"]} for f in fed), (consumer, producer)
+
+
+def test_output_fields_come_from_the_loaders_list_or_an_mcp_output_schema():
+    biomcp = next(r for r in load(shared("livemcpbench", "tools.json")).records if r.id == "biomcp/article_searcher")
+    assert "output_fields" not in biomcp.metadata and output_fields(biomcp) == {"result"}
+    records = load(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json"),
+                   format="toolbench").records
+    assert all(output_fields(r) == {f.lower() for f in r.metadata.get("output_fields", [])} for r in records)
+    # a bare ``id`` says nothing of what it names: an endpoint that requires only ``id`` is fed by no
+    # sibling, though many of them return one
+    links = _links(records)
+    only_id = {r.id.split("/", 1)[1]: r for r in records if r.parameters.get("required") == ["id"]}
+    returned = [(c, p) for c, rec in only_id.items() for p in records
+                if api_key(p) == api_key(rec) and p.id != rec.id and "id" in output_fields(p)]
+    assert len(returned) >= 5
+    assert not any(c in only_id for c, _ in links)
+
+
+def test_an_mcp_tools_output_schema_feeds_another_tools_required_parameter(tmp_path):
+    """A ``tools/list`` whose tools declare ``outputSchema`` (MCP 2025-06-18): the field one returns
+    and another requires links them; the echo of an input and a bare ``id`` do not."""
+    import json
+
+    def tool(name, required, output):
+        return {"name": name, "description": name.replace("_", " "),
+                "inputSchema": {"type": "object", "properties": {p: {"type": "string"} for p in required},
+                                "required": required},
+                "outputSchema": {"type": "object", "properties": output}}
+
+    listing = {"tools": [
+        tool("departures_board", ["origin"], {"flights": {"type": "array", "items": {
+            "type": "object", "properties": {"flight_id": {"type": "string"}, "origin": {"type": "string"},
+                                              "id": {"type": "string"}}}}}),
+        tool("book_flight", ["flight_id"], {"booking": {"type": "object", "properties": {"id": {"type": "string"}}}}),
+        tool("flights_from", ["origin"], {"count": {"type": "integer"}}),
+        tool("cancel", ["id"], {"ok": {"type": "boolean"}})]}
+    path = tmp_path / "airline.json"
+    path.write_text(json.dumps(listing), encoding="utf-8")
+    records = load(path, format="mcp").records
+    assert output_fields(records[0]) == {"flights", "flight_id", "origin", "id"}
+    # the departures board's name says nothing of flights: the link comes from what it returns
+    assert set(_links(records)) == {("book_flight", "departures_board")}
 
 
 def test_api_and_category_keys_come_from_the_records_own_metadata():

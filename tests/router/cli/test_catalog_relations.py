@@ -76,3 +76,29 @@ def test_route_says_whose_companion_a_tool_is(tmdb_db):
                  terminal=True)
     assert r.returncode == 0, r.stderr
     assert "companion of GET_" in r.stdout
+
+
+def test_the_fields_an_endpoint_returns_are_stored_and_feed_produces_for(tmp_path):
+    """StableToolBench G2 added through the installed command: each endpoint's returned fields are
+    kept with the catalog, and `catalog relations` counts the produces-for links they make beside
+    the ones read from names (apidb.relations)."""
+    from dataclasses import replace
+
+    from apidb import Catalog
+    from apidb.loaders import load
+    from apidb.relations import producer_links
+
+    src = shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
+    db = tmp_path / "stb.db"
+    r = toolsift("catalog", "add", src, "--format", "toolbench", db=db)
+    assert r.returncode == 0, r.stderr
+    loaded = load(src, format="toolbench").records
+    with Catalog(db) as cat:
+        stored = {rec.id: rec for rec in cat.records()}
+    assert {rid: rec.metadata.get("output_fields") for rid, rec in stored.items()} == \
+        {rec.id: rec.metadata.get("output_fields") for rec in loaded}
+    blind = [replace(rec, metadata={k: v for k, v in rec.metadata.items() if k != "output_fields"})
+             for rec in loaded]
+    by_names = len(producer_links(blind))
+    counted = _relations(db)["relations"]["produces_for"]
+    assert counted == len(producer_links(loaded)) > by_names
