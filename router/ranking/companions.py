@@ -6,15 +6,18 @@ The relations of apidb.relations (same API, same category, produces-for, co-use)
 with the ones ranked first. This stage gives each catalog tool related to one of the first
 ``anchors`` tools an evidence
 
-    e(c) = max over anchors a and relations (a -> c) of  weight[kind] x strength x s(a)
+    e(c) = max over anchors a of  s(a) x sum over kinds of  weight[kind] x strength(a -> c, kind)
 
-where s is the ranking's score relative to its top (made non-increasing, so the order coverage and
-exact names chose is kept), and orders every place after the first ``keep`` by s(c) + e(c): a
-companion rises, a tool with no relation to the request's best tools keeps its place relative to
-the others. The first ``keep`` places never move, so a single-tool request's best tools stay where
-they were; an anchor brings at most ``per_anchor`` companions (its likeliest) and stays above them;
-tools the request may not see (filters) are never companions. Each weight is chosen per kind on half of the labelled multi-tool requests and scored
-on the other half (`toolsift bench routing --only companions`, docs/routing.md).
+(the strongest relation of each kind; kinds that agree add up: within one API every endpoint is a
+``same_api`` companion, and only the sum lets the one that also produces the id the anchor needs
+stand above the rest), where s is the ranking's score relative to its top (made non-increasing, so
+the order coverage and exact names chose is kept), and orders every place after the first ``keep``
+by s(c) + e(c): a companion rises, a tool with no relation to the request's best tools keeps its
+place relative to the others. The first ``keep`` places never move, so a single-tool request's best
+tools stay where they were; an anchor brings at most ``per_anchor`` companions (its likeliest) and
+stays above them; tools the request may not see (filters) are never companions. Each weight is
+chosen per kind on half of the labelled multi-tool requests and scored on the other half
+(`toolsift bench routing --only companions`, docs/routing.md).
 """
 from __future__ import annotations
 
@@ -179,14 +182,15 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
     why: dict[int, Companion] = {}
     for a in docs[:anchors]:
         base = rel[a]
-        offered: dict[int, Companion] = {}
+        per_kind: dict[int, dict[str, float]] = {}
         for c, kind, strength in graph.related(a):
             w = weights.get(kind, 0.0)
             if w <= 0 or c == a or (allowed is not None and not allowed[c]):
                 continue
-            e = w * strength * base
-            if c not in offered or e > offered[c].evidence:
-                offered[c] = Companion(a, kind, e)
+            got = per_kind.setdefault(c, {})
+            got[kind] = max(got.get(kind, 0.0), w * strength * base)
+        # the kinds add up (module doc); the explanation names the one that says most
+        offered = {c: Companion(a, max(got, key=got.__getitem__), sum(got.values())) for c, got in per_kind.items()}
         # an anchor brings its few likeliest companions, not every tool its API lists
         best = sorted(offered.items(), key=lambda kv: (-(kv[1].evidence + rel.get(kv[0], 0.0)), kv[0]))[:per_anchor]
         for c, comp in best:

@@ -87,7 +87,7 @@ class RouterConfig:
     # many first places never move. Chosen cross-fitted by `toolsift bench routing --only companions`.
     companion_same_api: float = 0.6
     companion_same_category: float = 0.0
-    companion_produces_for: float = 0.6
+    companion_produces_for: float = 0.3
     companion_co_use: float = 0.6
     companion_anchors: int = 5
     companion_keep: int = 5

@@ -88,3 +88,38 @@ def test_produces_for_edges_are_derived_per_api_when_first_reached(tmdb):
     lazy = {(a, b, s) for a in range(len(records)) for b, kind, s in graph.related(a) if kind == "produces_for"}
     assert lazy == whole
     assert graph.counts()["produces_for"] == len(whole)
+
+
+def test_relations_of_two_kinds_add_up():
+    """StableToolBench G2, Instagram Pro: both of "following by pk"'s siblings are of its API, and only
+    "followers by username" also returns the ``pk`` it requires. The kinds add up, so that one comes
+    first among them even when the first ranking put the other above it; with one kind it does not."""
+    import numpy as np
+
+    from router.index.scores import Ranking
+    from router.ranking.companions import RelationGraph, complete
+
+    records = load(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json"),
+                   format="toolbench").records
+    at = {r.id.rsplit(".", 1)[1]: i for i, r in enumerate(records) if ".Instagram_Pro." in r.id}
+    anchor, producer, sibling = at["Following_by_PK"], at["Followers_by_username"], at["Advance_Profile"]
+    graph = RelationGraph.build(records)
+    kinds = {(c, kind) for c, kind, _ in graph.related(anchor)}
+    assert {(producer, "same_api"), (producer, "produces_for"), (sibling, "same_api")} <= kinds
+    assert (sibling, "produces_for") not in kinds
+    # the anchor first; below it the sibling, then unrelated tools, then the producer
+    others = [i for i in range(len(records)) if i not in at.values()][:8]
+    docs = [anchor, sibling, *others, producer]
+    scores = [1.0, 0.9, *np.linspace(0.85, 0.75, len(others)), 0.7]
+    ranking = Ranking(np.array(docs, dtype=np.int64), np.array(scores))
+
+    def order(weights):
+        new, why = complete(ranking, graph, weights, anchors=1, keep=1)
+        placed = new.docs.tolist()
+        return placed.index(producer) < placed.index(sibling), why
+
+    first, why = order({"same_api": 0.6, "produces_for": 0.3})
+    assert first and why[producer].anchor == anchor
+    # same_api's share (0.6) outweighs produces_for's (0.3): the explanation names it
+    assert why[producer].kind == "same_api" and why[producer].evidence == pytest.approx(0.9)
+    assert not order({"same_api": 0.6, "produces_for": 0.0})[0]
