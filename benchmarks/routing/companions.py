@@ -198,17 +198,21 @@ def _graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str],
     return out
 
 
-def routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[str, list]],
-            sent_too: bool = True) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
+def routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[str, list]] | None,
+           sent_too: bool = True) -> tuple[dict[int, list[str]], dict[int, tuple[int, int, float]]]:
     """Per request, through `Router.select`: the top 10 (fixed k), and (``sent_too``) what the
-    shipped adaptive k sends (tools, schema tokens, whether every gold tool is among them)."""
+    shipped adaptive k sends (tools, schema tokens, whether every gold tool is among them).
+    ``setting``: laid over each router's own config (``{}``: as shipped; None: `today`); ``co``: the
+    co-use each half's catalogs learned (None: none, as for a catalog nobody labelled)."""
     ranked, sent = {}, {}
     routers: dict[tuple[int, str, str], Any] = {}
     for i, c in enumerate(cs):
         key = (id(c.router), corpus(c.file), c.half)
         if key not in routers:
-            r = c.router.configured(**(setting or _today()))
-            routers[key] = r.with_co_use(co[c.half].get(corpus(c.file), [])) if setting else r
+            r = c.router.configured(**(setting if setting is not None else _today()))
+            if co is not None and setting is not None:
+                r = r.with_co_use(co[c.half].get(corpus(c.file), []))
+            routers[key] = r
         r = routers[key]
         ranked[i] = [s.record.id for s in r.select(c.q.text, k=10, adaptive=False)]
         if not sent_too:

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..retrieval import targets as rt
-from .companions import MAX_QUERIES, Case, _today
+from .companions import MAX_QUERIES, Case, _today, routed
 from .set_scores import costs, scores
 
 __all__ = ["ALL", "SETTINGS", "run", "section", "summary"]
@@ -42,14 +42,7 @@ def _router(records: list, model: str | None) -> Any:
 
 def _scored(cs: list[Case], setting: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Per file and group: the ranking metrics at k = 10, and what the shipped adaptive k sends."""
-    routers: dict[int, Any] = {}
-    ranked, sent = {}, {}
-    for i, c in enumerate(cs):
-        r = routers.setdefault(id(c.router), c.router.configured(**setting))
-        ranked[i] = [s.record.id for s in r.select(c.q.text, k=10, adaptive=False)]
-        adaptive = r.select(c.q.text)
-        sent[i] = (len(adaptive), sum(r._tokens_of(s.record) for s in adaptive),
-                   float(c.q.relevant <= {s.record.id for s in adaptive}))
+    ranked, sent = routed(cs, setting, None)
     cost = costs(cs, sent)
     return {key: {**m, **cost[key]} for key, m in scores(cs, ranked).items()}
 
