@@ -96,6 +96,7 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     model = {"trained_on": f"every family but {left_out}", "spec": info["spec"], "pairs": info["pairs"],
              "seconds": info.get("seconds")}
     return {"weights": weights, "keep": keep, "part_floor": floor, "part_floor_tried": tried, "model": model,
+            "shipped_weights": config.companion_weights,
             "today": scores(test, today),
             "new": scores(test, new), "cost": {"today": costs(test, today_sent), "new": costs(test, new_sent)},
             HYBRID: scores(test, hybrid), SHIPPED: scores(test, shipped)}

@@ -313,9 +313,10 @@ def _general_lofo(rows: dict[str, Any]) -> list[str]:
              "recipe), the companion setting chosen with it on every other family's requests, the left-out family "
              "routed from its records' relations alone. One run per family, `toolsift bench routing --only "
              "companions --leave-out FAMILY` (its command, time and load below). Last two columns, not chosen from: "
-             "the new default with `part_signal` \"hybrid\", and with the companion weights the router ships "
-             "(RouterConfig) in place of the ones chosen without the family: those were chosen on the dev half of "
-             "every family, this one's too (none of its co-use is used here), so that column is not held out.", "",
+             "the new default with `part_signal` \"hybrid\", and with the companion weights the router shipped when "
+             "the row was measured (RouterConfig; recorded as `shipped_weights` since they changed) in place of the "
+             "ones chosen without the family: those were chosen on the dev half of every family, this one's too "
+             "(none of its co-use is used here), so that column is not held out.", "",
              "| family | setting chosen without it | file | requests | nDCG@5 | all gold @5 | all gold @10 | "
              "tokens sent | all gold sent | all gold @10, part_signal hybrid | all gold @10, shipped weights |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
