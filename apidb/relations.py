@@ -12,11 +12,12 @@ and one from use:
 - ``produces_for``: a tool that yields an identifier another tool takes — ``GET /search/person`` for
   ``GET /person/{person_id}/movie_credits``: a required ``<thing>_id`` parameter (or ``{id}`` under a
   ``/<things>/`` path segment) and, in the same API, an endpoint that searches or lists ``<thing>``
-  without needing its id; ``/me`` for a ``user_id``; a bare ``/search`` for every id of its API.
-  Where the catalog says what a tool returns (``output_fields``: ToolBench ``template_response``,
-  NESTful ``output_parameters``; an MCP ``outputSchema``), also a tool of the same API whose output
-  has a field named as another's required parameter and that does not take that parameter itself
-  (``dest_id`` from a destination search for a hotel search);
+  without needing its id; ``/me`` for a ``user_id``; a bare ``/search`` for every id of its API;
+- ``feeds``: where the catalog says what a tool returns (``output_fields``: ToolBench
+  ``template_response``, NESTful ``output_parameters``; an MCP ``outputSchema``), a tool of the same
+  API whose output has a field named as another's required parameter and that does not take that
+  parameter itself (``dest_id`` from a destination search for a hotel search). A kind of its own, not
+  more ``produces_for``: it is weighted apart, chosen on the labelled sets that say what tools return;
 - ``co_use``: tools called for one request, learned from call sequences (the usage log, or labelled
   multi-call answers), stored in the catalog (`apidb.catalog.Catalog.co_use`).
 
@@ -38,7 +39,7 @@ from .record import ApiRecord
 __all__ = ["KINDS", "MIN_CO_USE", "Relation", "api_key", "category_key", "co_use_pairs", "output_fields",
            "producer_links"]
 
-KINDS = ("same_api", "same_category", "produces_for", "co_use")
+KINDS = ("same_api", "same_category", "produces_for", "feeds", "co_use")
 _API_KEYS = ("tool_name", "server", "tool")
 _CATEGORY_KEYS = ("category_name", "category")
 _PATH_PARAM = re.compile(r"\{(\w+)\}")
@@ -90,7 +91,7 @@ def _inputs(rec: ApiRecord) -> tuple[set[str], list[str]]:
 
 
 def _fed(members: Sequence[ApiRecord]) -> list[Relation]:
-    """``produces_for`` from declared outputs (module doc): ``consumer -> producer`` when one of the
+    """``feeds`` relations (module doc): ``consumer -> producer`` when one of the
     consumer's required parameters is a field of the producer's output the producer does not take.
     A bare ``id`` is left out: every record of an API returns one, and it does not say of what."""
     by_field: dict[str, list[int]] = defaultdict(list)
@@ -106,7 +107,7 @@ def _fed(members: Sequence[ApiRecord]) -> list[Relation]:
         for name in inputs[i][1]:
             if name == "id":
                 continue
-            out += [Relation(consumer.id, members[j].id, "produces_for", 1.0) for j in by_field.get(name, ()) if j != i]
+            out += [Relation(consumer.id, members[j].id, "feeds", 1.0) for j in by_field.get(name, ()) if j != i]
     return out
 
 
@@ -149,8 +150,8 @@ def _needed_things(rec: ApiRecord) -> set[str]:
 
 def producer_links(records: Sequence[ApiRecord]) -> list[Relation]:
     """``produces_for`` relations: for each record that needs a thing's id, the records of the same
-    API that find or list that thing without needing its id, and those whose declared output has a
-    field it requires (module doc)."""
+    API that find or list that thing without needing its id; and ``feeds`` relations: those whose
+    declared output has a field it requires (module doc). Both stay within one API."""
     by_api: dict[str, list[ApiRecord]] = defaultdict(list)
     for r in records:
         by_api[api_key(r) or r.namespace].append(r)
@@ -189,9 +190,9 @@ def producer_links(records: Sequence[ApiRecord]) -> list[Relation]:
                         continue
                     out.append(Relation(consumer.id, producer.id, "produces_for", strength))
         out += _fed(members)
-    best: dict[tuple[str, str], Relation] = {}
+    best: dict[tuple[str, str, str], Relation] = {}
     for rel in out:
-        key = (rel.source, rel.target)
+        key = (rel.source, rel.target, rel.kind)
         if key not in best or rel.strength > best[key].strength:
             best[key] = rel
     return list(best.values())

@@ -52,7 +52,7 @@ FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal
 QUICK_FILES = ["restbench_tmdb", "metatool_multi", "apibench_torchhub"]
 FAMILY = {"stabletoolbench": "stabletoolbench", "metatool": "metatool", "restbench": "restbench",
           "seal": "seal_tools", "livemcpbench": "livemcpbench", "apibench": "apibench", "bfcl": "bfcl_live"}
-KINDS = ("same_api", "same_category", "produces_for", "co_use")
+KINDS = ("same_api", "same_category", "produces_for", "feeds", "co_use")
 WEIGHTS = (0.0, 0.3, 0.6, 1.0)
 # The first five places never move: a first run that also tried keeping 3 chose 3 on the dev half
 # with no single-tool loss there, and the test half then lost 0.026 and 0.064 single-tool nDCG@5

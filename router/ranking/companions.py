@@ -2,8 +2,8 @@
 
 A request that needs several tools often names one of them well and the others barely ("the number
 of films directed by Sofia Coppola" names the credits endpoint, not the person search it needs first).
-The relations of apidb.relations (same API, same category, produces-for, co-use) say which tools go
-with the ones ranked first. This stage gives each catalog tool related to one of the first
+The relations of apidb.relations (same API, same category, produces-for, feeds, co-use) say which
+tools go with the ones ranked first. This stage gives each catalog tool related to one of the first
 ``anchors`` tools an evidence
 
     e(c) = max over anchors a of  s(a) x sum over kinds of  weight[kind] x strength(a -> c, kind)
@@ -54,7 +54,7 @@ class RelationGraph:
     groups: dict[str, np.ndarray] = field(default_factory=dict)       # kind -> group id per record (-1)
     members: dict[str, list[np.ndarray]] = field(default_factory=dict)  # kind -> records of each group
     links: dict[int, list[tuple[int, str, float]]] = field(default_factory=dict)  # co-use edges
-    # produces_for edges stay within one API: derived per API when a request first reaches it
+    # produces_for and feeds edges stay within one API: derived per API when a request first reaches it
     # (deriving them for a whole 20k-tool catalog was 0.2 s of every fresh `toolsift route`)
     records: Sequence[ApiRecord] = ()
     apis: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # API group per record
@@ -106,7 +106,7 @@ class RelationGraph:
         yield from self.links.get(anchor, ())
 
     def _producers(self, api: int) -> dict[int, list[tuple[int, str, float]]]:
-        """The produces_for edges within one API group, by consumer (derived once)."""
+        """The produces_for and feeds edges within one API group, by consumer (derived once)."""
         got = self._produced.get(api)
         if got is None:
             members = self.api_members[api].tolist()
@@ -124,7 +124,8 @@ class RelationGraph:
             out[kind] += sum(len(m) * (len(m) - 1) for m in members if 1 < len(m) <= MAX_GROUP)
         for api in range(len(self.api_members)):
             for targets in self._producers(api).values():
-                out["produces_for"] += len(targets)
+                for _, kind, _ in targets:
+                    out[kind] += 1
         for targets in self.links.values():
             for _, kind, _ in targets:
                 out[kind] += 1

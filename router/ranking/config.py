@@ -88,6 +88,7 @@ class RouterConfig:
     companion_same_api: float = 0.6
     companion_same_category: float = 0.0
     companion_produces_for: float = 0.3
+    companion_feeds: float = 0.0
     companion_co_use: float = 0.6
     companion_anchors: int = 5
     companion_keep: int = 5
@@ -113,7 +114,8 @@ class RouterConfig:
     @property
     def companion_weights(self) -> dict[str, float]:
         return {"same_api": self.companion_same_api, "same_category": self.companion_same_category,
-                "produces_for": self.companion_produces_for, "co_use": self.companion_co_use}
+                "produces_for": self.companion_produces_for, "feeds": self.companion_feeds,
+                "co_use": self.companion_co_use}
 
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:

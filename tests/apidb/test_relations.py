@@ -9,8 +9,9 @@ from apidb.relations import api_key, category_key, co_use_pairs, output_fields, 
 from tests.conftest import shared
 
 
-def _links(records):
-    return {(r.source.split("/", 1)[1], r.target.split("/", 1)[1]): r.strength for r in producer_links(records)}
+def _links(records, kind="produces_for"):
+    return {(r.source.split("/", 1)[1], r.target.split("/", 1)[1]): r.strength for r in producer_links(records)
+            if r.kind == kind}
 
 
 def test_an_endpoint_that_needs_an_id_is_linked_to_the_search_that_finds_it():
@@ -40,17 +41,16 @@ def test_a_field_one_endpoint_returns_and_another_requires_links_them():
     returns users with their ``pk`` (template_response) and takes a username, not a pk."""
     records = load(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json"),
                    format="toolbench").records
-    links = _links(records)
+    links = _links(records, "feeds")
     assert links[("Social.Instagram_Pro.Following_by_PK", "Social.Instagram_Pro.Followers_by_username")] == 1.0
+    assert len(links) > 10 and set(links) != set(_links(records))  # a kind of its own, not more produces_for
     by_id = {r.id.split("/", 1)[1]: r for r in records}
-    for (consumer, producer), strength in links.items():
+    for consumer, producer in links:
         c, p = by_id[consumer], by_id[producer]
-        if not output_fields(p) & {n.lower() for n in c.parameters.get("required", [])}:
-            continue  # a link by name (the rules above)
         assert api_key(c) == api_key(p) and consumer != producer
         fed = output_fields(p) & {n.lower() for n in c.parameters.get("required", [])} - {"id"}
         # a product, not an echo: the producer does not take the field itself
-        assert any(f not in {n.lower() for n in p.parameters["properties"]} for f in fed), (consumer, producer)
+        assert fed and any(f not in {n.lower() for n in p.parameters["properties"]} for f in fed), (consumer, producer)
 
 
 def test_output_fields_come_from_the_loaders_list_or_an_mcp_output_schema():
@@ -61,7 +61,7 @@ def test_output_fields_come_from_the_loaders_list_or_an_mcp_output_schema():
     assert all(output_fields(r) == {f.lower() for f in r.metadata.get("output_fields", [])} for r in records)
     # a bare ``id`` says nothing of what it names: an endpoint that requires only ``id`` is fed by no
     # sibling, though many of them return one
-    links = _links(records)
+    links = _links(records, "feeds")
     only_id = {r.id.split("/", 1)[1]: r for r in records if r.parameters.get("required") == ["id"]}
     returned = [(c, p) for c, rec in only_id.items() for p in records
                 if api_key(p) == api_key(rec) and p.id != rec.id and "id" in output_fields(p)]
@@ -92,7 +92,7 @@ def test_an_mcp_tools_output_schema_feeds_another_tools_required_parameter(tmp_p
     records = load(path, format="mcp").records
     assert output_fields(records[0]) == {"flights", "flight_id", "origin", "id"}
     # the departures board's name says nothing of flights: the link comes from what it returns
-    assert set(_links(records)) == {("book_flight", "departures_board")}
+    assert set(_links(records, "feeds")) == {("book_flight", "departures_board")} and not _links(records)
 
 
 def test_api_and_category_keys_come_from_the_records_own_metadata():

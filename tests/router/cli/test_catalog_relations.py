@@ -78,10 +78,10 @@ def test_route_says_whose_companion_a_tool_is(tmdb_db):
     assert "companion of GET_" in r.stdout
 
 
-def test_the_fields_an_endpoint_returns_are_stored_and_feed_produces_for(tmp_path):
+def test_the_fields_an_endpoint_returns_are_stored_and_counted_as_feeds(tmp_path):
     """StableToolBench G2 added through the installed command: each endpoint's returned fields are
-    kept with the catalog, and `catalog relations` counts the produces-for links they make beside
-    the ones read from names (apidb.relations)."""
+    kept with the catalog, and `catalog relations` counts the `feeds` links they make beside the
+    produces-for ones read from names (apidb.relations)."""
     from dataclasses import replace
 
     from apidb import Catalog
@@ -99,6 +99,8 @@ def test_the_fields_an_endpoint_returns_are_stored_and_feed_produces_for(tmp_pat
         {rec.id: rec.metadata.get("output_fields") for rec in loaded}
     blind = [replace(rec, metadata={k: v for k, v in rec.metadata.items() if k != "output_fields"})
              for rec in loaded]
-    by_names = len(producer_links(blind))
-    counted = _relations(db)["relations"]["produces_for"]
-    assert counted == len(producer_links(loaded)) > by_names
+    assert not [rel for rel in producer_links(blind) if rel.kind == "feeds"]
+    counted = _relations(db)["relations"]
+    feeds = [rel for rel in producer_links(loaded) if rel.kind == "feeds"]
+    assert counted["feeds"] == len(feeds) > 10
+    assert counted["produces_for"] == len(producer_links(blind))

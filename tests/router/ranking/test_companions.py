@@ -92,8 +92,9 @@ def test_produces_for_edges_are_derived_per_api_when_first_reached(tmdb):
 
 def test_relations_of_two_kinds_add_up():
     """StableToolBench G2, Instagram Pro: both of "following by pk"'s siblings are of its API, and only
-    "followers by username" also returns the ``pk`` it requires. The kinds add up, so that one comes
-    first among them even when the first ranking put the other above it; with one kind it does not."""
+    "followers by username" also returns the ``pk`` it requires (``feeds``). The kinds add up, so that
+    one comes first among them even when the first ranking put the other above it; with one kind it
+    does not."""
     import numpy as np
 
     from router.index.scores import Ranking
@@ -105,8 +106,8 @@ def test_relations_of_two_kinds_add_up():
     anchor, producer, sibling = at["Following_by_PK"], at["Followers_by_username"], at["Advance_Profile"]
     graph = RelationGraph.build(records)
     kinds = {(c, kind) for c, kind, _ in graph.related(anchor)}
-    assert {(producer, "same_api"), (producer, "produces_for"), (sibling, "same_api")} <= kinds
-    assert (sibling, "produces_for") not in kinds
+    assert {(producer, "same_api"), (producer, "feeds"), (sibling, "same_api")} <= kinds
+    assert (sibling, "feeds") not in kinds
     # the anchor first; below it the sibling, then unrelated tools, then the producer
     others = [i for i in range(len(records)) if i not in at.values()][:8]
     docs = [anchor, sibling, *others, producer]
@@ -118,8 +119,8 @@ def test_relations_of_two_kinds_add_up():
         placed = new.docs.tolist()
         return placed.index(producer) < placed.index(sibling), why
 
-    first, why = order({"same_api": 0.6, "produces_for": 0.3})
+    first, why = order({"same_api": 0.6, "feeds": 0.3})
     assert first and why[producer].anchor == anchor
-    # same_api's share (0.6) outweighs produces_for's (0.3): the explanation names it
+    # same_api's share (0.6) outweighs feeds' (0.3): the explanation names it
     assert why[producer].kind == "same_api" and why[producer].evidence == pytest.approx(0.9)
-    assert not order({"same_api": 0.6, "produces_for": 0.0})[0]
+    assert not order({"same_api": 0.6, "feeds": 0.0})[0]
