@@ -2,7 +2,7 @@
 
 A multi-step request ("find Sofia Coppola, then count the films she directed") needs several tools,
 and the second is often one its words barely name: an endpoint that takes ``person_id`` needs the one
-that finds the person first. Three kinds of relation are read from what the catalog already says,
+that finds the person first. Four kinds of relation are read from what the catalog already says,
 and one from use:
 
 - ``same_api``: tools of one API, one MCP server, one ToolBench tool (``tool_name`` / ``server`` /
