@@ -12,9 +12,10 @@ _SCRIPT = Path(sys.executable).parent / "toolsift"
 
 
 def toolsift(*args: object, db: Path | None = None, terminal: bool = False, stdin: str | None = None,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+             env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """``toolsift ARGS [--db DB]``; falls back to the entry point when the script is absent.
-    ``terminal``: print as for a person at a terminal (TOOLSIFT_FORCE_TERMINAL=1), not JSON."""
+    ``terminal``: print as for a person at a terminal (TOOLSIFT_FORCE_TERMINAL=1), not JSON;
+    ``timeout``: seconds (a benchmark section takes minutes)."""
     cmd = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from router.cli import main; main()"]
     cmd += [str(a) for a in args]
     if db is not None:
@@ -25,7 +26,7 @@ def toolsift(*args: object, db: Path | None = None, terminal: bool = False, stdi
     if terminal:
         full["TOOLSIFT_FORCE_TERMINAL"] = "1"
     full.update(env or {})
-    return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=300, input=stdin)
+    return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=timeout, input=stdin)
 
 
 def ok_json(*args: object, db: Path | None = None) -> object:

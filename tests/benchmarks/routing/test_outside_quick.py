@@ -3,15 +3,11 @@ outside the training families, through the installed command."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 
-TOOLSIFT = Path(sys.executable).with_name("toolsift")
+from tests.support.cli import toolsift
 
 
 @pytest.mark.slow
@@ -20,8 +16,7 @@ def test_outside_section_scores_today_and_new_on_each_set_and_in_one_catalog(tmp
         metadata.distribution("nestful-wrapper")
     except metadata.PackageNotFoundError:
         pytest.skip("the outside sets' wheel nestful-wrapper is not installed (pip install 'toolsift[bench]')")
-    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "outside", "--quick", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=1800, env={**os.environ, "COLUMNS": "200"})
+    res = toolsift("bench", "routing", "--only", "outside", "--quick", "--out", tmp_path, timeout=1800)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "general encoder (shipped), all sets in one catalog: multi-tool all-gold@10 nestful_executable" in res.stdout
     o = json.loads((tmp_path / "results.json").read_text())["outside"]
@@ -52,7 +47,6 @@ def test_outside_section_scores_today_and_new_on_each_set_and_in_one_catalog(tmp
 
 
 def test_an_unknown_section_names_outside_among_the_choices():
-    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "outsde"], capture_output=True, text=True,
-                         timeout=120)
+    res = toolsift("bench", "routing", "--only", "outsde", timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "--only: speed, usage-log, curve, parts, companions or outside, not 'outsde'" in res.stderr

@@ -2,16 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import shared
-
-TOOLSIFT = Path(sys.executable).with_name("toolsift")
+from tests.support.cli import toolsift
 
 
 @pytest.mark.slow
@@ -19,8 +14,7 @@ def test_parts_section_runs_alone_and_reports_parts_against_gold(tmp_path):
     shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
     shared("metatool", "data", "multi_tool_query_golden.json")
     shared("livemcpbench", "all_annotations.json")
-    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "parts", "--quick", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=1800, env={**os.environ, "COLUMNS": "200"})
+    res = toolsift("bench", "routing", "--only", "parts", "--quick", "--out", tmp_path, timeout=1800)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "multi-tool all-gold@10, today's split" in res.stdout
     p = json.loads((tmp_path / "results.json").read_text())["parts"]
