@@ -53,6 +53,29 @@ def test_a_field_one_endpoint_returns_and_another_requires_links_them():
         assert fed and any(f not in {n.lower() for n in p.parameters["properties"]} for f in fed), (consumer, producer)
 
 
+def test_a_required_parameter_whose_description_names_another_endpoint_is_linked_to_it():
+    """Where a parameter's description says which endpoint yields it, by name or path, that endpoint
+    produces for its consumer: StableToolBench G2's Airbnb "locale: id item from the Get Languages
+    API" (no ``_id`` name for the name rule to read), LiveMCPBench's Context7 "library ID ... retrieved
+    from 'resolve-library-id'" and 12306's stations "通过 `get-station-code-by-names` ... 查询得到"."""
+    g2 = _links(load(shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json"),
+                     format="toolbench").records)
+    assert g2[("Travel.Airbnb_Search.Property_Details", "Travel.Airbnb_Search.Get_Languages")] == 1.0
+    assert g2[("Travel.Airbnb_Search.Search_Property_By_GEO", "Travel.Airbnb_Search.Get_Languages")] == 1.0
+    records = load(shared("livemcpbench", "tools.json")).records
+    mcp = {(r.source, r.target): r.strength for r in producer_links(records) if r.kind == "produces_for"}
+    assert mcp[("Context7/get-library-docs", "Context7/resolve-library-id")] == 1.0
+    assert mcp[("12306-mcp/get-tickets", "12306-mcp/get-station-code-by-names")] == 1.0
+    assert mcp[("12306-mcp/get-tickets", "12306-mcp/get-current-date")] == 1.0  # "first call `get-current-date`"
+    # a tool of another server named in a description is not linked, nor a tool to itself
+    key = {r.id: api_key(r) for r in records}
+    assert all(key[a] == key[b] and a != b for a, b in mcp)
+    # a list in a description is not a path ("album, track" is not /albums/{id}/tracks), and "the
+    # last artist ID" names the thing, not the endpoint /artists/{id}
+    spotify = _links(load(shared("restbench", "specs", "spotify_oas.json"), format="openapi").records)
+    assert ("search", "get-an-albums-tracks") not in spotify and ("get-followed", "get-an-artist") not in spotify
+
+
 def test_output_fields_come_from_the_loaders_list_or_an_mcp_output_schema():
     biomcp = next(r for r in load(shared("livemcpbench", "tools.json")).records if r.id == "biomcp/article_searcher")
     assert "output_fields" not in biomcp.metadata and output_fields(biomcp) == {"result"}
