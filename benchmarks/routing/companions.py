@@ -15,7 +15,8 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
 - **cross-fitted**: the relation weights (one per kind) and the number of first places kept are
   chosen on one half of every file's requests (the halves of benchmarks/data/halves.py) and the
   other half is scored with them; the co-use relations are learned from the gold sets of the
-  choosing half only (what a usage log of earlier requests would hold). Objective: the mean over
+  choosing half only (what a usage log of earlier requests would hold). The kinds the records say
+  are weighed first without co-use (a catalog with no usage log yet), then co-use on top (`choose`). Objective: the mean over
   the multi-tool groups of (nDCG@5 + all-gold@10) / 2; a setting that lowers any file's single-tool
   nDCG@5 on the choosing half by more than 0.005 is never chosen.
 - **leave-one-family-out**: the setting is chosen on every other family (both halves) and scores
@@ -53,6 +54,7 @@ QUICK_FILES = ["restbench_tmdb", "metatool_multi", "apibench_torchhub"]
 FAMILY = {"stabletoolbench": "stabletoolbench", "metatool": "metatool", "restbench": "restbench",
           "seal": "seal_tools", "livemcpbench": "livemcpbench", "apibench": "apibench", "bfcl": "bfcl_live"}
 KINDS = ("same_api", "same_category", "produces_for", "feeds", "co_use")
+STRUCTURAL = KINDS[:-1]  # what the records say; co-use comes from a usage log
 WEIGHTS = (0.0, 0.3, 0.6, 1.0)
 # The first five places never move: a first run that also tried keeping 3 chose 3 on the dev half
 # with no single-tool loss there, and the test half then lost 0.026 and 0.064 single-tool nDCG@5
@@ -67,6 +69,10 @@ POOL = 60
 SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
 VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10"),
             "no part floor": ({"part_floor": None}, "all_gold@10")}
+# The router as shipped with the general encoder (its companion weights and part floor; RouterConfig)
+# in place of each half's choice: the general encoder's half model chooses on the requests it trained
+# on, the shipped weights come from the base MiniLM's choice (docs/routing.md).
+AS_SHIPPED = "as shipped"
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
 
@@ -101,6 +107,14 @@ def setting_of(weights: dict[str, float], keep: int, chosen: dict[str, Any] | No
     the part floor (benchmarks/routing/part_floor.py)."""
     floor = {"part_floor": chosen["part_floor"]} if chosen and "part_floor" in chosen else {}
     return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep, **floor}
+
+
+def shipped_setting() -> dict[str, Any]:
+    """The companion weights, kept places and part floor the router ships with the general encoder."""
+    from router.ranking.config import general_encoder_config
+
+    config = general_encoder_config()
+    return setting_of(config.companion_weights, config.companion_keep, {"part_floor": config.part_floor})
 
 
 def corpus(name: str) -> str:
@@ -165,28 +179,44 @@ def _offline(cs: list[Case], graphs: dict[tuple[str, str], Any], weights: dict[s
     return out
 
 
-def choose(cs: list[Case], graphs: dict) -> tuple[dict[str, float], int, float]:
-    """Coordinate ascent over the kind weights, for each number of kept places; the best objective
-    (a setting is kept only if it beats the one before by more than 0.001, none if none beats off)."""
+def _ascend(cs: list[Case], graphs: dict, keep: int, kinds: tuple[str, ...], w: dict[str, float],
+            floor: dict[str, float]) -> tuple[dict[str, float], float]:
+    """Coordinate ascent over ``kinds`` from ``w``: a trial is taken only if it beats the setting
+    before by more than 0.001 and keeps the single-tool bound."""
+    cur = objective(fast_scores(cs, _offline(cs, graphs, w, keep)))
+    for _ in range(2):
+        for kind, value in itertools.product(kinds, WEIGHTS):
+            trial = dict(w, **{kind: value})
+            if trial == w:
+                continue
+            s = fast_scores(cs, _offline(cs, graphs, trial, keep))
+            if objective(s) > cur + 0.001 and keeps_single_bound(s, floor):
+                w, cur = trial, objective(s)
+    return w, cur
+
+
+def choose(cs: list[Case], graphs: dict, cold: dict) -> tuple[dict[str, float], int, float]:
+    """For each number of kept places: the weights of the kinds the records say (``STRUCTURAL``)
+    first, on ``cold`` (the same catalogs without co-use), then the co-use weight on top of them, on
+    ``graphs`` (with the co-use learned). The best objective; a setting is kept only if it beats
+    the one before by more than 0.001, none if none beats off.
+
+    Two steps, not one ascent over every kind: chosen together, the co-use learned from the other
+    half's gold sets stood in for the structural kinds and the ascent left them low, while the
+    router also serves catalogs with no usage log yet (what the leave-one-family-out rows and the
+    sets from outside score)."""
     off = fast_scores(cs, _offline(cs, graphs, {k: 0.0 for k in KINDS}, KEEPS[0]))
     floor = single_ndcg(off)
     best = ({k: 0.0 for k in KINDS}, KEEPS[-1], objective(off))
     for keep in KEEPS:
-        w, cur = {k: 0.0 for k in KINDS}, objective(off)
-        for _ in range(2):
-            for kind, value in itertools.product(KINDS, WEIGHTS):
-                trial = dict(w, **{kind: value})
-                if trial == w:
-                    continue
-                s = fast_scores(cs, _offline(cs, graphs, trial, keep))
-                if objective(s) > cur + 0.001 and keeps_single_bound(s, floor):
-                    w, cur = trial, objective(s)
+        w, _ = _ascend(cs, cold, keep, STRUCTURAL, {k: 0.0 for k in KINDS}, floor)
+        w, cur = _ascend(cs, graphs, keep, ("co_use",), w, floor)
         if cur > best[2] + 0.001:
             best = (w, keep, cur)
     return best
 
 
-def _graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str], Any]:
+def relation_graphs(sets: dict, co: dict[str, dict[str, list]]) -> dict[tuple[str, str], Any]:
     """One relation graph per (catalog, half of the requests it ranks): the co-use learned for that half."""
     from router.ranking.companions import RelationGraph
 
@@ -235,13 +265,13 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     choice and scored the same way, shown beside the new default, never chosen from. ``floors``: each
     half also chooses the part floor after its weights (benchmarks/routing/part_floor.py)."""
     co = {h: learned(sets, {other_half(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
-    graphs = _graphs(sets, co)
+    graphs, cold = relation_graphs(sets, co), relation_graphs(sets, {h: {} for h in HALVES})
     chosen, pooled = {}, []
     for half in HALVES:
         pool = cases(sets, by_half[half], half)
         pooled += pool
         print(f"  {len(pool)} requests of the {half} half routed once (top {POOL})", flush=True)
-        w, keep, obj = choose(pool, graphs)
+        w, keep, obj = choose(pool, graphs, cold)
         chosen[half] = {"weights": w, "keep": keep, "objective": round(obj, 4)}
         print(f"  chosen on {half}: {w}, keep {keep} (objective {obj:.4f})", flush=True)
         if floors:
@@ -332,7 +362,8 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General
     if isinstance(general, tuple):
         by_half, models = general
         print("  general encoder (the model trained on the choosing half):", flush=True)
-        out["general"] = {**cross_fit(sets, by_half, VARIANTS, floors=True)[0], "models": models}
+        variants = {**VARIANTS, AS_SHIPPED: (shipped_setting(), "all_gold@10")}
+        out["general"] = {**cross_fit(sets, by_half, variants, floors=True)[0], "models": models}
     else:
         out["general"] = {"skipped": general or "not asked for"}
     return out
@@ -342,18 +373,13 @@ def leave_one_family_out(cs: list[Case], pooled: list[Case], sets: dict, today: 
     """Per family: the setting chosen on every other family (``pooled``: their requests' top
     ``POOL``, with the co-use of their gold sets), scoring this one (``cs``, today's top 10
     ``today``) from its records' relations alone."""
-    from router.ranking.companions import RelationGraph
-
     learned_all = learned(sets, set(HALVES))
-    graphs = {}
-    for name, d in sets.items():
-        for half in HALVES:
-            graphs[(corpus(name), half)] = RelationGraph.build(d.records, learned_all.get(corpus(name), []))
-    none: dict[str, dict[str, list]] = {"dev": {}, "test": {}}
+    none: dict[str, dict[str, list]] = {h: {} for h in HALVES}
+    graphs, cold = relation_graphs(sets, {h: learned_all for h in HALVES}), relation_graphs(sets, none)
     out = {}
     for fam in sorted({family(c.file) for c in cs if c.multi}):
         idx = [i for i, c in enumerate(cs) if family(c.file) == fam]
-        w, keep, _ = choose([c for c in pooled if family(c.file) != fam], graphs)
+        w, keep, _ = choose([c for c in pooled if family(c.file) != fam], graphs, cold)
         test = [cs[i] for i in idx]
         new_ranked, _ = routed(test, setting_of(w, keep), none)
         out[fam] = {"weights": w, "keep": keep, "today": scores(test, {j: today[i] for j, i in enumerate(idx)}),

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import part_floor
 from .common import HALVES, routers
-from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, corpus, family, learned,
+from .companions import (FILES, QUICK_FILES, VARIANTS, relation_graphs, cases, choose, family, learned,
                          requests, routed, setting_of)
 from .set_scores import costs, scores
 
@@ -56,7 +56,6 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     """The tables for ``left_out`` (one of ``FAMILIES``; ``sets`` from `load`): today vs the new
     default, and beside it (not chosen from) the new default with ``part_signal`` "hybrid" and the
     router's shipped companion weights in place of the ones chosen without the family."""
-    from router.ranking.companions import RelationGraph
     from router.ranking.config import general_encoder_config
 
     from ..errors import BenchmarkError
@@ -74,12 +73,11 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     config = general_encoder_config()
     rts = routers(sets, shipped_form(folder), config=config)
     co = learned(others, set(HALVES))
-    graphs = {(corpus(n), h): RelationGraph.build(d.records, co.get(corpus(n), []))
-              for n, d in others.items() for h in HALVES}
+    graphs, cold = relation_graphs(others, {h: co for h in HALVES}), relation_graphs(others, {h: {} for h in HALVES})
     pooled = cases(others, rts)
     print(f"  {len(pooled)} requests of the other families routed once by the model trained without "
           f"{left_out}", flush=True)
-    weights, keep, _ = choose(pooled, graphs)
+    weights, keep, _ = choose(pooled, graphs, cold)
     floor, tried = part_floor.choose(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
     print(f"  chosen without {left_out}: {weights}, keep {keep}, part floor {floor}", flush=True)
     test = requests(mine, rts)

@@ -191,6 +191,25 @@ def _usage(res: dict[str, Any]) -> list[str]:
     return lines
 
 
+# What each column beside the general encoder's new default shows (benchmarks/routing/companions.py).
+_VARIANT_WORDS = {
+    "part_signal hybrid": "the new default with `part_signal` \"hybrid\" (each part also ranked by its own "
+                          "vector, the parts encoded apart: a second encoder pass per multi-part request; its "
+                          "cost: `toolsift bench router --speed-only`)",
+    "no part floor": "the new default without the part floor each half chose (benchmarks/routing/part_floor.py)",
+    "as shipped": "the router as shipped with the general encoder (RouterConfig's companion weights, chosen "
+                  "with the base MiniLM on the dev half, and its part floor) in place of each half's choice; on "
+                  "the dev half those weights are not held out",
+}
+
+
+def _columns_not_chosen(variants: dict[str, Any]) -> str:
+    said = [_VARIANT_WORDS[name] for name in variants if name in _VARIANT_WORDS]
+    if not said:
+        return ""
+    return " Columns not chosen from: " + "; ".join(said) + "."
+
+
 def _variant_cells(v: dict[str, Any], key: str) -> str:
     if v["show"] == "sent":
         return f" {v['cost'][key]['tokens']:.0f} | {_f(v['cost'][key]['all_gold_sent'])} |"
@@ -291,12 +310,7 @@ def _companions(res: dict[str, Any]) -> list[str]:
                   "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
                   "the general encoder with companions and part tools off. Chosen on dev: " + _setting(g["chosen"]["dev"])
                   + "; on test: " + _setting(g["chosen"]["test"]) + "."
-                  + (" Columns not chosen from: the new default with `part_signal` \"hybrid\" (each part also "
-                     "ranked by its own vector, the parts encoded apart: a second encoder pass per multi-part request; "
-                     "its cost: `toolsift bench router --speed-only`)" if "part_signal hybrid" in g.get("variants", {})
-                     else "")
-                  + (" and without the part floor each half chose (benchmarks/routing/part_floor.py)."
-                     if "no part floor" in g.get("variants", {}) else "."),
+                  + _columns_not_chosen(g.get("variants", {})),
                   "", *_cross_fit_table(g)]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]

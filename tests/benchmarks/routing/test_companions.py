@@ -66,6 +66,27 @@ def test_cross_fit_ranks_each_half_with_the_routers_of_its_choice_and_scores_the
     assert set(tables["chosen"]) == {"dev", "test"} and tables["shipped"] == tables["chosen"]["dev"]
 
 
+def test_the_kinds_the_records_say_are_weighed_without_co_use_and_co_use_on_top():
+    shared("restbench", "datasets", "tmdb.json")
+    shared("restbench", "datasets", "spotify.json")
+    from benchmarks.data.datasets import load_dataset
+    from benchmarks.routing import companions as C
+    from benchmarks.routing.common import routers
+
+    sets = {n: load_dataset(n) for n in ("restbench_tmdb", "restbench_spotify")}
+    co = {h: C.learned(sets, {C.other_half(h)}) for h in C.HALVES}
+    assert all(co[h].get(C.corpus(n)) for h in C.HALVES for n in sets)  # each half learned some co-use
+    learned, cold = C.relation_graphs(sets, co), C.relation_graphs(sets, {h: {} for h in C.HALVES})
+    cs = C.cases(sets, routers(sets, None))
+    weights, keep, _ = C.choose(cs, learned, cold)
+    without, _, _ = C.choose(cs, cold, cold)
+    # the co-use learned from the labelled requests never moves the structural kinds' weights (chosen
+    # together, it stood in for produces-for here: 0.3 instead of the 1.0 a catalog with no usage log
+    # gets), and co-use is weighed on top of them
+    assert {k: weights[k] for k in C.STRUCTURAL} == {k: without[k] for k in C.STRUCTURAL}
+    assert without["co_use"] == 0 < weights["co_use"] and weights["produces_for"] > 0
+
+
 @pytest.mark.slow
 def test_cached_names_the_folder_train_finds_and_none_for_an_untrained_spec():
     shared("stabletoolbench_solvable", "test_instruction", "G2_instruction.json")
@@ -111,6 +132,10 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
         assert "part_floor" not in c["chosen"][h]  # the base model's rows choose none
     loose = g["variants"]["no part floor"]["scores"]
     assert all(abs(loose[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
+    # and the router as shipped with the general encoder in place of each half's choice (the base rows have none)
+    shipped = g["variants"]["as shipped"]["scores"]
+    assert set(shipped) == set(g["new"]) and "as shipped" not in c["variants"]
+    assert all(abs(shipped[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
     # and adaptive k without each part's own tool sent: never more tools than the default sends
     for table in (c, g):
         held = table["variants"]["part tools not sent by adaptive k"]["cost"]
@@ -127,6 +152,7 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert "General encoder (the shipped default encoder), cross-fitted" in report
     assert "`today` = the router before issue 38 (companions and part tools off)" in report
     assert "Where the general encoder's missing gold tools are" in report
+    assert "all gold @10, as shipped |" in report and "in place of each half's choice; on the dev half" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
 
 
