@@ -16,9 +16,9 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   chosen on one half of every file's requests (the halves of benchmarks/data/halves.py) and the
   other half is scored with them; the co-use relations are learned from the gold sets of the
   choosing half only (what a usage log of earlier requests would hold). The kinds the records say
-  are weighed first without co-use (a catalog with no usage log yet), then co-use on top (`choose`). Objective: the mean over
-  the multi-tool groups of (nDCG@5 + all-gold@10) / 2; a setting that lowers any file's single-tool
-  nDCG@5 on the choosing half by more than 0.005 is never chosen.
+  are weighed first without co-use (a catalog with no usage log yet), then co-use on top (`choose`).
+  Objective: the mean over the multi-tool groups of (nDCG@5 + all-gold@10) / 2; a setting that
+  lowers any file's single-tool nDCG@5 on the choosing half by more than 0.005 is never chosen.
 - **leave-one-family-out**: the setting is chosen on every other family (both halves) and scores
   the left-out family with no co-use of its own (a new catalog: only what its records say).
 - **general encoder, cross-fitted**: the same choice and scoring with the shipped default encoder.

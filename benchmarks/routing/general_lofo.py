@@ -22,8 +22,8 @@ from typing import Any
 
 from . import part_floor
 from .common import HALVES, routers
-from .companions import (FILES, QUICK_FILES, VARIANTS, relation_graphs, cases, choose, family, learned,
-                         requests, routed, setting_of)
+from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, family, learned, relation_graphs,
+                         requests, routed, setting_of, shipped_setting)
 from .set_scores import costs, scores
 
 __all__ = ["FAMILIES", "check", "load", "run"]
@@ -89,8 +89,7 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     hybrid, _ = routed(test, {**chosen, **extra}, none, sent_too=False)
     # what the router ships with on this family: its weights were chosen on the dev half of every
     # family, this one's too, so this column is not a held-out choice (none of its co-use is used)
-    shipped, _ = routed(test, setting_of(config.companion_weights, config.companion_keep,
-                                         {"part_floor": config.part_floor}), none, sent_too=False)
+    shipped, _ = routed(test, shipped_setting(), none, sent_too=False)
     model = {"trained_on": f"every family but {left_out}", "spec": info["spec"], "pairs": info["pairs"],
              "seconds": info.get("seconds")}
     return {"weights": weights, "keep": keep, "part_floor": floor, "part_floor_tried": tried, "model": model,
