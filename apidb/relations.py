@@ -141,18 +141,21 @@ def _described(members: Sequence[ApiRecord]) -> list[Relation]:
     for j, r in enumerate(members):
         for n in _names(r):
             by_start[n[:2]].append((n, j))
+    inputs = [_inputs(r) for r in members]
     out = []
     for i, consumer in enumerate(members):
         params = consumer.parameters if isinstance(consumer.parameters, dict) else {}
         props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
-        for name in _inputs(consumer)[1]:
-            spec = next((v for k, v in props.items() if str(k).lower() == name and isinstance(v, dict)), {})
+        for key, spec in props.items():
+            name = str(key).lower()
+            if name not in inputs[i][1] or not isinstance(spec, dict):
+                continue
             # a name never runs across punctuation: "album, track" is a list, not /albums/{id}/tracks
             for chunk in _CLAUSE.split(str(spec.get("description") or "")[:2000]):
                 words = _words(chunk)
                 for at in range(len(words) - 1):
                     for n, j in by_start.get((words[at], words[at + 1]), ()):
-                        if j != i and tuple(words[at:at + len(n)]) == n and name not in _inputs(members[j])[0]:
+                        if j != i and tuple(words[at:at + len(n)]) == n and name not in inputs[j][0]:
                             out.append(Relation(consumer.id, members[j].id, "produces_for", 1.0))
     return out
 
