@@ -22,10 +22,14 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
 - **leave-one-family-out**: the setting is chosen on every other family (both halves) and scores
   the left-out family with no co-use of its own (a new catalog: only what its records say).
 - **general encoder, cross-fitted**: the same choice and scoring with the shipped default encoder.
-  It trained on these requests, so half ``h``'s weights are chosen with the model trained on ``h``
-  alone (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
-  rank-64 form, at its own fusion depth) and that model and those weights score the other half:
-  nothing is scored by a model or weights that saw it. Its `today` is the general encoder with
+  It trained on these requests, so there is one model per half, trained on that half alone
+  (benchmarks/retrieval/general_training.py, cached under ``<cache>/general/``; in its shipped
+  rank-64 form, at its own fusion depth). Half ``h`` is scored by the model trained on ``h``'s other
+  half, with the weights chosen on that other half; the choice ranks that half with the model
+  trained on ``h``, so it is made on requests its model never trained on, as the shipped encoder
+  meets a catalog (chosen with the model that trained on them, the structural weights came out 0).
+  No request is scored by a model or weights that saw it; its gold sets reach the weights only
+  through the rankings of the model that trained on them, which two halves cannot avoid. Its `today` is the general encoder with
   companions and part tools off. Its leave-one-family-out rows need a model trained without each
   family, 21-31 minutes of training apiece: one family per run, ``--leave-out FAMILY``
   (benchmarks/routing/general_lofo.py).
@@ -69,9 +73,9 @@ POOL = 60
 SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
 VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10"),
             "no part floor": ({"part_floor": None}, "all_gold@10")}
-# The router as shipped with the general encoder (its companion weights and part floor; RouterConfig)
-# in place of each half's choice: the general encoder's half model chooses on the requests it trained
-# on, the shipped weights come from the base MiniLM's choice (docs/routing.md).
+# The router as shipped with the general encoder (its companion weights and part floor:
+# router.ranking.config.general_encoder_config, the dev half's choice) in place of each half's choice:
+# on the test half the two are the same, on the dev half the shipped setting is not held out.
 AS_SHIPPED = "as shipped"
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
@@ -255,11 +259,14 @@ def routed(cs: list[Case], setting: dict[str, Any] | None, co: dict[str, dict[st
 
 def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
               variants: dict[str, tuple[dict[str, Any], str]] | None = None,
-              floors: bool = False) -> tuple[dict[str, Any], list[Case], dict, list[Case]]:
+              floors: bool = False, choosers: dict[str, dict[str, Any]] | None = None,
+              ) -> tuple[dict[str, Any], list[Case], dict, list[Case]]:
     """Weights chosen on each half, the other half scored. ``by_half[h]``: the routers (one per
-    catalog) that rank half ``h`` for the choice and then score the other half; the same routers
-    for both halves with the base model, the model trained on ``h`` with the general encoder's
-    half models, so no request is scored by a model or weights that saw it. Returns the tables,
+    catalog) that score the other half of ``h`` with ``h``'s choice; ``choosers[h]`` (default
+    ``by_half[h]``): the routers that rank half ``h`` for that choice. The same routers everywhere
+    with the base model; with the general encoder's half models, the model trained on ``h`` scores the
+    other half and the one trained on the other half ranks ``h`` for the choice (module doc), so no
+    request is scored by a model or weights that saw it. Returns the tables,
     the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
     ``variants``: other router settings (name -> (config, what to show)) laid over each half's
     choice and scored the same way, shown beside the new default, never chosen from. ``floors``: each
@@ -268,7 +275,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     graphs, cold = relation_graphs(sets, co), relation_graphs(sets, {h: {} for h in HALVES})
     chosen, pooled = {}, []
     for half in HALVES:
-        pool = cases(sets, by_half[half], half)
+        pool = cases(sets, (choosers or by_half)[half], half)
         pooled += pool
         print(f"  {len(pool)} requests of the {half} half routed once (top {POOL})", flush=True)
         w, keep, obj = choose(pool, graphs, cold)
@@ -361,9 +368,10 @@ def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General
     out = {"files": list(sets), **tables, "lofo": lofo}
     if isinstance(general, tuple):
         by_half, models = general
-        print("  general encoder (the model trained on the choosing half):", flush=True)
+        print("  general encoder (each half chosen with the model that did not train on it):", flush=True)
         variants = {**VARIANTS, AS_SHIPPED: (shipped_setting(), "all_gold@10")}
-        out["general"] = {**cross_fit(sets, by_half, variants, floors=True)[0], "models": models}
+        choosers = {h: by_half[other_half(h)] for h in HALVES}
+        out["general"] = {**cross_fit(sets, by_half, variants, floors=True, choosers=choosers)[0], "models": models}
     else:
         out["general"] = {"skipped": general or "not asked for"}
     return out

@@ -2,8 +2,9 @@
 companion weights it is chosen after.
 
 Part of `toolsift bench routing --only companions` (benchmarks/routing/companions.py): on the
-general encoder's cross-fitted rows, half h's floor is chosen with the model trained on h, over h's
-requests routed with h's companion weights, and scores the other half with them; left out with a
+general encoder's cross-fitted rows, half h's floor is chosen with the model trained on the other
+half (h's requests unseen by it), over h's requests routed with h's companion weights, and scores the
+other half with them, ranked by the model trained on h; left out with a
 family (benchmarks/routing/general_lofo.py), it is chosen on every other family. Objective: the mean
 all-gold@10 over the multi-tool groups (a part's tool never enters the first five places, so nDCG@5
 cannot move); no floor is kept unless a floor beats it by more than 0.001.

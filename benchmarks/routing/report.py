@@ -31,8 +31,10 @@ def companions_summary(res: dict[str, Any]) -> str:
 
     g = c.get("general") or {}
     general = f"; general encoder {figures(g)}" if "today" in g else ""
+    ships = f", general encoder {g['shipped']['weights']}" if "shipped" in g else ""
     return (f"complete sets, cross-fitted multi-tool all-gold@10: base model {figures(c)}{general}; "
-            f"shipped {c['shipped']['weights']}, first {c['shipped']['keep']} kept")
+            f"shipped (the dev half's choice): base model {c['shipped']['weights']}{ships}, "
+            f"first {c['shipped']['keep']} kept")
 
 
 def summary(res: dict[str, Any]) -> str:
@@ -197,9 +199,9 @@ _VARIANT_WORDS = {
                           "vector, the parts encoded apart: a second encoder pass per multi-part request; its "
                           "cost: `toolsift bench router --speed-only`)",
     "no part floor": "the new default without the part floor each half chose (benchmarks/routing/part_floor.py)",
-    "as shipped": "the router as shipped with the general encoder (RouterConfig's companion weights, chosen "
-                  "with the base MiniLM on the dev half, and its part floor) in place of each half's choice; on "
-                  "the dev half those weights are not held out",
+    "as shipped": "the router as shipped with the general encoder (its companion weights and part floor, "
+                  "router.ranking.config.general_encoder_config: the dev half's choice) in place of each half's "
+                  "choice; on the dev half they are not held out",
 }
 
 
@@ -305,9 +307,11 @@ def _companions(res: dict[str, Any]) -> list[str]:
         lines += ["", f"General encoder: not scored ({g['skipped']}).", ""]
     elif g:
         lines += ["", "General encoder (the shipped default encoder), cross-fitted: it trained on these requests, so "
-                  "each half's weights are chosen with the half model trained on that half (benchmarks/retrieval/"
-                  "general_training.py, in its shipped rank-64 form, at its own fusion depth) and the same model and "
-                  "weights score the other half: no request is scored by a model or weights that saw it. `today` = "
+                  "there is a model per half, trained on that half alone (benchmarks/retrieval/general_training.py, in "
+                  "its shipped rank-64 form, at its own fusion depth). Each half's weights and part floor are chosen on "
+                  "it as ranked by the model trained on the other half, requests that model never trained on; the model "
+                  "trained on the choosing half scores the other half with them: no request is scored by a model or "
+                  "weights that saw it. `today` = "
                   "the general encoder with companions and part tools off. Chosen on dev: " + _setting(g["chosen"]["dev"])
                   + "; on test: " + _setting(g["chosen"]["test"]) + "."
                   + _columns_not_chosen(g.get("variants", {})),
@@ -328,7 +332,8 @@ def _general_lofo(rows: dict[str, Any]) -> list[str]:
              "routed from its records' relations alone. One run per family, `toolsift bench routing --only "
              "companions --leave-out FAMILY` (its command, time and load below). Last two columns, not chosen from: "
              "the new default with `part_signal` \"hybrid\", and with the companion weights the router shipped when "
-             "the row was measured (RouterConfig; recorded as `shipped_weights` since they changed) in place of the "
+             "the row was measured (the general encoder's, router.ranking.config.general_encoder_config; recorded as "
+             "`shipped_weights` since they changed) in place of the "
              "ones chosen without the family: those were chosen on the dev half of every family, this one's too "
              "(none of its co-use is used here), so that column is not held out.", "",
              "| family | setting chosen without it | file | requests | nDCG@5 | all gold @5 | all gold @10 | "

@@ -142,15 +142,22 @@ def tuned_weights(model_id: str) -> tuple[float, float] | None:
 # trained without a family loses up to 0.004 nDCG@5 on it (APIBench more: benchmarks/README.md).
 # The untuned MiniLM keeps 100, the depth its defaults were chosen with (benchmarks/retrieval/targets.py).
 GENERAL_ENCODER_DEPTH = 50
-# The general encoder's floor for each part's own tool (RouterConfig.part_floor): chosen on each half
-# of the labelled requests with the half model trained on it, scoring the other half, by `toolsift
-# bench routing --only companions` (benchmarks/routing/part_floor.py).
-GENERAL_PART_FLOOR = 0.35
+# The general encoder's companion weights (RouterConfig.companion_*) and floor for each part's own tool
+# (RouterConfig.part_floor): the dev half's choice by `toolsift bench routing --only companions`
+# (benchmarks/routing/companions.py, part_floor.py), made on the dev half's requests as ranked by the
+# half model that did not train on them. Chosen with the half model that did, on requests it had
+# learned, the structural kinds came out 0: the encoder already ranked those sets' companions high.
+# The untuned MiniLM keeps RouterConfig's own, its dev-half choice.
+GENERAL_COMPANIONS = {"companion_same_api": 0.3, "companion_same_category": 0.0, "companion_produces_for": 0.3,
+                      "companion_feeds": 0.0, "companion_co_use": 0.3}
+GENERAL_PART_FLOOR = 0.25
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
-    """``base`` (default: the defaults) with the general encoder's own fusion depth and part floor."""
-    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR)
+    """``base`` (default: the defaults) with the general encoder's own fusion depth, companion
+    weights and part floor."""
+    return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR,
+                   **GENERAL_COMPANIONS)
 
 
 def config_for_model(model: str | None) -> RouterConfig:

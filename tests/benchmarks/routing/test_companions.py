@@ -64,6 +64,12 @@ def test_cross_fit_ranks_each_half_with_the_routers_of_its_choice_and_scores_the
     assert multi["n"] == sum(len(q.relevant) > 1 for q in d.queries)
     assert tables["new"]["restbench_tmdb|multi"]["all_gold@10"] >= multi["all_gold@10"]
     assert set(tables["chosen"]) == {"dev", "test"} and tables["shipped"] == tables["chosen"]["dev"]
+    # the general encoder's rows: half h's choice ranked by the routers of the other half (a model that
+    # did not train on h); the scoring as before
+    choosers = {h: by_half[C.other_half(h)] for h in C.HALVES}
+    _, scored_too, _, pooled_too = C.cross_fit(sets, by_half, choosers=choosers)
+    assert all(c.router is by_half[C.other_half(c.half)]["restbench_tmdb"] for c in pooled_too)
+    assert [(c.q.id, c.router) for c in scored_too] == [(c.q.id, c.router) for c in scored]
 
 
 def test_the_kinds_the_records_say_are_weighed_without_co_use_and_co_use_on_top():
