@@ -85,7 +85,8 @@ class RouterConfig:
     # Complete sets (router.ranking.companions): the weight of each kind of tool relation
     # (apidb.relations; 0 = that kind off), how many of the first tools anchor companions, and how
     # many first places never move. Chosen cross-fitted by `toolsift bench routing --only companions`
-    # (the kinds the records say first, with no co-use, as a new catalog has none; then co-use on top).
+    # (the kinds the records say first, with no co-use, as a new catalog has none; then co-use on top):
+    # the untuned MiniLM's choice; the general encoder has its own (GENERAL_COMPANIONS, below).
     companion_same_api: float = 0.6
     companion_same_category: float = 0.0
     companion_produces_for: float = 0.6
