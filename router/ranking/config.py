@@ -138,8 +138,8 @@ def tuned_weights(model_id: str) -> tuple[float, float] | None:
 # than 100 tools the dense list at depth 100 is the whole catalog, so its min-max floor is the
 # least related tool and the dense scores of the plausible ones crowd near 1, while BM25's list
 # holds only the tools sharing a word: BM25 decides. Chosen cross-fitted by `toolsift bench
-# general-encoder` (benchmarks/retrieval/general_fusion.py): depth 50 wins on each half of the queries
-# chosen on the other, TorchHub Recall@5 0.409 -> 0.473 for TF Hub 0.645 -> 0.613; a model
+# general-encoder` (benchmarks/retrieval/general_fusion.py): the dev half picks 50 (the test half 70;
+# either, scored on the other half, beats 100), TorchHub Recall@5 0.403 -> 0.478 for TF Hub 0.637 -> 0.615; a model
 # trained without a family loses up to 0.004 nDCG@5 on it (APIBench more: benchmarks/README.md).
 # The untuned MiniLM keeps 100, the depth its defaults were chosen with (benchmarks/retrieval/targets.py).
 GENERAL_ENCODER_DEPTH = 50
