@@ -77,6 +77,7 @@ VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@
 # router.ranking.config.general_encoder_config, the dev half's choice) in place of each half's choice:
 # on the test half the two are the same, on the dev half the shipped setting is not held out.
 AS_SHIPPED = "as shipped"
+CEILING_POOLS = (20, 30, POOL)  # how far down a perfect re-ranking of places 6-10 may reach (`misses`)
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
 
@@ -320,7 +321,8 @@ def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str,
     """Per multi-tool file: where the gold tools still missing from the top 10 are, once the scored
     half's companions (the other half's choice) re-ranked its top ``POOL``: below 10 or outside the
     pool; related to one of the first tools (the anchors) and how; of the same API or category as a
-    gold tool that made the top 10; and whether the request spells out the tool's API name."""
+    gold tool that made the top 10; and whether the request spells out the tool's API name. ``ceiling``:
+    the requests complete if places keep+1 to 10 took the top N's gold tools (a perfect re-ranking there)."""
     import re
 
     from apidb.relations import api_key, category_key
@@ -341,6 +343,9 @@ def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str,
         row = out.setdefault(c.file, {"requests": 0, "incomplete": 0, "missing": 0})
         row["requests"] += 1
         row["incomplete"] += len(found) < len(gold)
+        ceiling = row.setdefault("ceiling", dict.fromkeys(map(str, CEILING_POOLS), 0))
+        for n in CEILING_POOLS:  # every gold tool in the top n, and no more below the kept places than fit
+            ceiling[str(n)] += set(gold) <= set(top[:n]) and len(set(gold) - set(top[:pick["keep"]])) <= 10 - pick["keep"]
         words = set(re.findall(r"[a-z0-9]+", c.q.text.lower()))
         for g in set(gold) - set(found):
             kinds = sorted({kind for a in top[:anchors] for t, kind, _ in graph.related(a) if t == g})

@@ -237,7 +237,7 @@ def _cross_fit_table(c: dict[str, Any]) -> list[str]:
 
 
 def _misses(m: dict[str, dict[str, int]]) -> list[str]:
-    facts = sorted({k for row in m.values() for k in row} - {"requests", "incomplete", "missing"})
+    facts = sorted({k for row in m.values() for k in row} - {"requests", "incomplete", "missing", "ceiling"})
     lines = ["Where the general encoder's missing gold tools are (multi-tool requests, the scored half's top 60 "
              "re-ranked offline by its companions; a tool counts once per fact, so the columns overlap):", "",
              "| file | incomplete / requests | missing tools | " + " | ".join(facts) + " |",
@@ -245,6 +245,23 @@ def _misses(m: dict[str, dict[str, int]]) -> list[str]:
     for f, row in m.items():
         lines.append(f"| {_short(f)} | {row['incomplete']} / {row['requests']} | {row['missing']} | "
                      + " | ".join(str(row.get(k, 0)) for k in facts) + " |")
+    return lines + _ceiling(m)
+
+
+def _ceiling(m: dict[str, dict[str, Any]]) -> list[str]:
+    """How far a perfect re-ranking of places 6-10 would take all gold @10: the headroom of any tail stage."""
+    pools = next((list(row["ceiling"]) for row in m.values() if "ceiling" in row), [])
+    if not pools:
+        return []
+    lines = ["", "All gold @10 if places 6-10 took the gold tools of the top N (a perfect re-ranking of the places "
+             "the companion and part stages may move, the first five fixed; the same offline ranking as above): "
+             "what no later stage that keeps the first five can exceed.", "",
+             "| file | requests | all gold @10 | " + " | ".join(f"top {n}" for n in pools) + " |",
+             "|---|---|---|" + "---|" * len(pools)]
+    for f, row in m.items():
+        n = row["requests"]
+        lines.append(f"| {_short(f)} | {n} | {_f((n - row['incomplete']) / n)} | "
+                     + " | ".join(_f(row["ceiling"][p] / n) for p in pools) + " |")
     return lines
 
 

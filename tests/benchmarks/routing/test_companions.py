@@ -152,12 +152,16 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
         assert g["new"][f"{f}|multi"]["n"] == row["requests"] >= row["incomplete"]
         assert row["missing"] >= row["incomplete"]
         assert row.get("ranked 11-60", 0) + row.get("outside the top 60", 0) == row["missing"]
+        # a perfect re-ranking of places 6-10 completes every complete request and more the deeper it reaches
+        top20, top30, top60 = (row["ceiling"][n] for n in ("20", "30", "60"))
+        assert row["requests"] - row["incomplete"] <= top20 <= top30 <= top60 <= row["requests"]
     assert any(row["missing"] for row in g["misses"].values())
     report = (tmp_path / "report.md").read_text()
     assert "all gold sent, part tools not sent by adaptive k" in report
     assert "General encoder (the shipped default encoder), cross-fitted" in report
     assert "`today` = the router before issue 38 (companions and part tools off)" in report
     assert "Where the general encoder's missing gold tools are" in report
+    assert "All gold @10 if places 6-10 took the gold tools of the top N" in report and "| top 30 |" in report
     assert "all gold @10, as shipped |" in report and "in place of each half's choice; on the dev half" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
 
