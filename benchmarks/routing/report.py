@@ -249,13 +249,14 @@ def _misses(m: dict[str, dict[str, int]]) -> list[str]:
 
 
 def _ceiling(m: dict[str, dict[str, Any]]) -> list[str]:
-    """How far a perfect re-ranking of places 6-10 would take all gold @10: the headroom of any tail stage."""
+    """How far a perfect re-ranking of places 6-10 from the top N would take all gold @10 (the part
+    stage, which ranks each part over the whole catalog, may still bring a tool from below N)."""
     pools = next((list(row["ceiling"]) for row in m.values() if "ceiling" in row), [])
     if not pools:
         return []
     lines = ["", "All gold @10 if places 6-10 took the gold tools of the top N (a perfect re-ranking of the places "
              "the companion and part stages may move, the first five fixed; the same offline ranking as above): "
-             "what no later stage that keeps the first five can exceed.", "",
+             "what re-ranking the tail can reach; beyond it a tool must come from below the top N.", "",
              "| file | requests | all gold @10 | " + " | ".join(f"top {n}" for n in pools) + " |",
              "|---|---|---|" + "---|" * len(pools)]
     for f, row in m.items():
