@@ -273,7 +273,7 @@ def _general_encoder_cmd(
                                             help="train without this family and score it (default: cross-fitting "
                                                  "over every family)"),
     per_dataset: Optional[int] = typer.Option(None, "--per-dataset", "--per-family", min=1, show_default=False,
-                                              help="training pairs drawn per dataset (default 600, the shipped recipe)"),
+                                              help="training pairs drawn per dataset (default 1200, the shipped recipe)"),
     build: bool = typer.Option(False, "--build", help="train on every family and write the shipped delta "
                                                       "(router/data/general_encoder.npz) instead of scoring"),
 ) -> None:

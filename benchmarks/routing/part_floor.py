@@ -19,7 +19,7 @@ from .set_scores import fast_scores
 
 __all__ = ["GRID", "choose"]
 
-GRID: tuple[float | None, ...] = (None, 0.2, 0.25, 0.3, 0.35, 0.4)
+GRID: tuple[float | None, ...] = (None, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 
 
 def _objective(s: dict[str, dict[str, float]]) -> float:

@@ -149,9 +149,9 @@ GENERAL_ENCODER_DEPTH = 50
 # half model that did not train on them. Chosen with the half model that did, on requests it had
 # learned, the structural kinds came out 0: the encoder already ranked those sets' companions high.
 # The untuned MiniLM keeps RouterConfig's own, its dev-half choice.
-GENERAL_COMPANIONS = {"companion_same_api": 0.3, "companion_same_category": 0.0, "companion_produces_for": 0.3,
-                      "companion_feeds": 0.0, "companion_co_use": 0.3}
-GENERAL_PART_FLOOR = 0.25
+GENERAL_COMPANIONS = {"companion_same_api": 0.6, "companion_same_category": 0.0, "companion_produces_for": 0.3,
+                      "companion_feeds": 0.0, "companion_co_use": 1.0}
+GENERAL_PART_FLOOR = 0.4
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
