@@ -18,7 +18,8 @@ HALVES = ("dev", "test")                 # the query halves of benchmarks/data/h
 QUICK = {"stabletoolbench_G2_instruction", "metatool_multi", "metatool_single", "apibench_torchhub"}
 TODAY = {"coverage": 0.0, "exact_names": False, "abstain_below": None,  # the router before these features
          "companion_same_api": 0.0, "companion_same_category": 0.0, "companion_produces_for": 0.0,
-         "companion_feeds": 0.0, "companion_co_use": 0.0, "part_tools": 0}
+         "companion_feeds": 0.0, "companion_co_use": 0.0, "companion_used": 0.0,
+         "part_tools": 0}
 NEW: dict[str, Any] = {}  # the new router: its defaults, with the coverage weight the quality section chose
 
 

@@ -16,7 +16,8 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   chosen on one half of every file's requests (the halves of benchmarks/data/halves.py) and the
   other half is scored with them; the co-use relations are learned from the gold sets of the
   choosing half only (what a usage log of earlier requests would hold). The kinds the records say
-  are weighed first without co-use (a catalog with no usage log yet), then co-use on top (`choose`).
+  are weighed first without co-use (a catalog with no usage log yet), then what the log says on top:
+  co-use pairs and how widely each tool is co-used (`used`; `choose`).
   Objective: the mean over the multi-tool groups of (nDCG@5 + all-gold@10) / 2; a setting that
   lowers any file's single-tool nDCG@5 on the choosing half by more than 0.005 is never chosen.
 - **leave-one-family-out**: the setting is chosen on every other family (both halves) and scores
@@ -40,7 +41,6 @@ tokens sent). The grid search itself re-ranks each request's top 60 with `comple
 """
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -57,9 +57,11 @@ FILES = [*rt.STB, "metatool_multi", "restbench_tmdb", "restbench_spotify", "seal
 QUICK_FILES = ["restbench_tmdb", "metatool_multi", "apibench_torchhub"]
 FAMILY = {"stabletoolbench": "stabletoolbench", "metatool": "metatool", "restbench": "restbench",
           "seal": "seal_tools", "livemcpbench": "livemcpbench", "apibench": "apibench", "bfcl": "bfcl_live"}
-KINDS = ("same_api", "same_category", "produces_for", "feeds", "co_use")
-STRUCTURAL = KINDS[:-1]  # what the records say; co-use comes from a usage log
+KINDS = ("same_api", "same_category", "produces_for", "feeds", "co_use", "used")
+STRUCTURAL, LEARNED = KINDS[:4], KINDS[4:]  # what the records say; what a usage log says
 WEIGHTS = (0.0, 0.3, 0.6, 1.0)
+# `used` needs no anchor, so it moves more tools: a finer, lower grid (offline, 1.0 cost RestBench 0.04-0.20)
+GRID = {"used": (0.0, 0.1, 0.2, 0.3, 0.5)}
 # The first five places never move: a first run that also tried keeping 3 chose 3 on the dev half
 # with no single-tool loss there, and the test half then lost 0.026 and 0.064 single-tool nDCG@5
 # (LiveMCPBench, 15 requests; StableToolBench G1 instruction, 6). Only an unmoved top five keeps the
@@ -111,7 +113,8 @@ def setting_of(weights: dict[str, float], keep: int, chosen: dict[str, Any] | No
     """Router settings of a choice: the kind weights, the kept places and, when ``chosen`` holds one,
     the part floor (benchmarks/routing/part_floor.py)."""
     floor = {"part_floor": chosen["part_floor"]} if chosen and "part_floor" in chosen else {}
-    return {**{f"companion_{k}": weights[k] for k in KINDS}, "companion_keep": keep, **floor}
+    # .get: a choice recorded before a kind existed had it off
+    return {**{f"companion_{k}": weights.get(k, 0.0) for k in KINDS}, "companion_keep": keep, **floor}
 
 
 def shipped_setting() -> dict[str, Any]:
@@ -190,7 +193,7 @@ def _ascend(cs: list[Case], graphs: dict, keep: int, kinds: tuple[str, ...], w: 
     before by more than 0.001 and keeps the single-tool bound."""
     cur = objective(fast_scores(cs, _offline(cs, graphs, w, keep)))
     for _ in range(2):
-        for kind, value in itertools.product(kinds, WEIGHTS):
+        for kind, value in ((k, v) for k in kinds for v in GRID.get(k, WEIGHTS)):
             trial = dict(w, **{kind: value})
             if trial == w:
                 continue
@@ -215,7 +218,7 @@ def choose(cs: list[Case], graphs: dict, cold: dict) -> tuple[dict[str, float], 
     best = ({k: 0.0 for k in KINDS}, KEEPS[-1], objective(off))
     for keep in KEEPS:
         w, _ = _ascend(cs, cold, keep, STRUCTURAL, {k: 0.0 for k in KINDS}, floor)
-        w, cur = _ascend(cs, graphs, keep, ("co_use",), w, floor)
+        w, cur = _ascend(cs, graphs, keep, LEARNED, w, floor)
         if cur > best[2] + 0.001:
             best = (w, keep, cur)
     return best

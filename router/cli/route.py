@@ -284,6 +284,8 @@ def _why(s) -> str:
     of = getattr(s, "companion_of", None)
     if of is not None:
         return f"companion of {of.split('/', 1)[-1]}"
+    if getattr(s, "relation", None) == "used":
+        return "often used with others"
     part = getattr(s, "part", None)
     if part is not None:  # the words of the request it serves, as many as fit a table cell
         return f"best for “{part if len(part) <= 40 else part[:39] + '…'}”"

@@ -23,6 +23,8 @@ from ..tokens import tool_tokens
 def _companion_fields(records: Sequence[ApiRecord], reason: str, why: Companion | None) -> dict[str, Any]:
     if reason != "companion" or why is None:
         return {}
+    if why.anchor < 0:  # raised by the usage log at large (kind "used"), no one anchor
+        return {"relation": why.kind}
     return {"companion_of": records[why.anchor].id, "relation": why.kind}
 
 

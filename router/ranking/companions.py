@@ -40,7 +40,8 @@ MAX_GROUP = 500
 
 @dataclass(frozen=True)
 class Companion:
-    """Why a tool was added: a ``kind`` relation from the tool at index ``anchor``."""
+    """Why a tool was added: a ``kind`` relation from the tool at index ``anchor`` (-1 for ``used``:
+    the usage log at large, no one anchor)."""
 
     anchor: int
     kind: str
@@ -61,6 +62,8 @@ class RelationGraph:
     api_members: list[np.ndarray] = field(default_factory=list)
     _produced: dict[int, dict[int, list[tuple[int, str, float]]]] = field(default_factory=dict, repr=False)
     _memo: dict[int, list[tuple[int, str, float]]] = field(default_factory=dict, repr=False)
+    # u per record (module doc): how widely the learned co-use pairs name it, 0..1 (None: no pairs)
+    use: np.ndarray | None = None
 
     @classmethod
     def build(cls, records: Sequence[ApiRecord], co_use: Iterable[Relation] = ()) -> "RelationGraph":
@@ -81,6 +84,11 @@ class RelationGraph:
             key = (b, rel.kind)
             links[a][key] = max(links[a].get(key, 0.0), float(rel.strength))
         graph.links = {a: [(b, kind, s) for (b, kind), s in targets.items()] for a, targets in links.items()}
+        partners = np.zeros(len(records), dtype=np.float64)
+        for a, targets in graph.links.items():
+            partners[a] = sum(1 for _, kind, _ in targets if kind == "co_use")
+        if partners.max(initial=0.0) > 0:
+            graph.use = np.log1p(partners) / np.log1p(partners.max())
         return graph
 
     def related(self, anchor: int) -> list[tuple[int, str, float]]:
@@ -174,6 +182,7 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
     """
     if not len(ranking) or not any(w > 0 for w in weights.values()):
         return ranking, {}
+    used = weights.get("used", 0.0)
     docs = ranking.docs.tolist()
     raw = np.minimum.accumulate(np.asarray(ranking.scores, dtype=np.float64))
     top = float(raw[0]) if raw[0] > 0 else 1.0
@@ -197,12 +206,23 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
         for c, comp in best:
             if c not in why or comp.evidence > why[c].evidence:
                 why[c] = comp
+    head = docs[:keep]
+    if used > 0 and graph.use is not None:  # the usage log at large (module doc): ranked tools only
+        for d in docs[keep:]:
+            u = used * float(graph.use[d])
+            if u <= 0 or (allowed is not None and not allowed[d]):
+                continue
+            had = why.get(d)
+            # it adds to an anchor's evidence; the explanation names the larger of the two
+            why[d] = (Companion(-1, "used", u) if had is None else
+                      Companion(had.anchor if had.evidence >= u else -1, had.kind if had.evidence >= u else "used",
+                                had.evidence + u))
     if not why:
         return ranking, {}
     score = {d: rel.get(d, 0.0) + (why[d].evidence if d in why else 0.0) for d in set(docs) | set(why)}
     for c, comp in why.items():  # a tool stays above the companions it brought
-        score[comp.anchor] = max(score[comp.anchor], score[c])
-    head = docs[:keep]
+        if comp.anchor >= 0:
+            score[comp.anchor] = max(score[comp.anchor], score[c])
     kept = set(head)
     pos = {d: i for i, d in enumerate(docs)}
     pool = [d for d in dict.fromkeys(docs[keep:] + list(why)) if d not in kept]

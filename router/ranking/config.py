@@ -92,6 +92,9 @@ class RouterConfig:
     companion_produces_for: float = 0.6
     companion_feeds: float = 0.0
     companion_co_use: float = 0.6
+    # how widely the learned co-use pairs name a tool, whatever the anchor (kind "used"; nothing
+    # without a usage log); chosen with co-use, on top of it, on both halves
+    companion_used: float = 0.3
     companion_anchors: int = 5
     companion_keep: int = 5
     # Each part of a multi-part request brings its best ``part_tools`` tools right after the first
@@ -117,7 +120,7 @@ class RouterConfig:
     def companion_weights(self) -> dict[str, float]:
         return {"same_api": self.companion_same_api, "same_category": self.companion_same_category,
                 "produces_for": self.companion_produces_for, "feeds": self.companion_feeds,
-                "co_use": self.companion_co_use}
+                "co_use": self.companion_co_use, "used": self.companion_used}
 
 
 def tuned_weights(model_id: str) -> tuple[float, float] | None:
@@ -150,7 +153,7 @@ GENERAL_ENCODER_DEPTH = 50
 # learned, the structural kinds came out 0: the encoder already ranked those sets' companions high.
 # The untuned MiniLM keeps RouterConfig's own, its dev-half choice.
 GENERAL_COMPANIONS = {"companion_same_api": 0.6, "companion_same_category": 0.0, "companion_produces_for": 0.3,
-                      "companion_feeds": 0.0, "companion_co_use": 1.0}
+                      "companion_feeds": 0.0, "companion_co_use": 1.0, "companion_used": 0.3}
 GENERAL_PART_FLOOR = 0.4
 
 

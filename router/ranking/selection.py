@@ -55,7 +55,8 @@ class Selection:
     note: str | None = None  # e.g. a record a live catalog has no vector for yet (router.ranking.watch)
     # makes matched_fields (word -> fields) on first read when they were not given
     explainer: Callable[[], dict[str, list[str]]] | None = field(default=None, repr=False, compare=False)
-    # reason "companion": the selected tool whose relation (apidb.relations kind) brought this one
+    # reason "companion": the selected tool whose relation (apidb.relations kind) brought this one;
+    # relation "used" has none (the usage log at large: router.ranking.companions)
     companion_of: str | None = None
     relation: str | None = None
     # reason "part": the part of a multi-part request this tool is the best of (router.ranking.part_tools)
@@ -77,7 +78,9 @@ class Selection:
         if self.note is not None:
             out["note"] = self.note
         if self.companion_of is not None:
-            out["companion_of"], out["relation"] = self.companion_of, self.relation
+            out["companion_of"] = self.companion_of
+        if self.relation is not None:
+            out["relation"] = self.relation
         if self.part is not None:
             out["part"] = self.part
         return out

@@ -104,3 +104,31 @@ def test_the_fields_an_endpoint_returns_are_stored_and_counted_as_feeds(tmp_path
     feeds = [rel for rel in producer_links(loaded) if rel.kind == "feeds"]
     assert counted["feeds"] == len(feeds) > 10
     assert counted["produces_for"] == len(producer_links(blind))
+
+
+def test_a_tool_the_usage_log_keeps_coming_back_to_rises_with_no_anchor(tmdb_db, tmp_path):
+    """A tool the log pairs with three others, none of them among the request's first tools: no
+    co-use pair links it to an anchor, and the usage log at large (relation ``used``) raises it."""
+    hub = "GET_trending-media_type-time_window"
+    others = ["GET_network-network_id", "GET_collection-collection_id-images", "GET_tv-tv_id-season-season_number"]
+    log = UsageLog(tmp_path / "usage.jsonl")
+    for i, other in enumerate(others * 2):
+        for name in (other, hub):
+            log.record(source="proxy", query=f"request {i}", offered=[other, hub], called=name, verdict="valid")
+    query = "who played in the movie Titanic, the whole cast and crew"
+    assert toolsift("index", db=tmdb_db).returncode == 0
+
+    def ranked():
+        r = toolsift("route", query, "-k", "20", "--json", db=tmdb_db)
+        assert r.returncode == 0, r.stderr
+        return {t["id"]: t for t in json.loads(r.stdout)["tools"]}
+
+    before = ranked()
+    assert not {f"tmdb/{o}" for o in others} & {t for t, v in before.items() if v["rank"] <= 5}
+    assert _relations(tmdb_db, "--learn-from-log", tmp_path / "usage.jsonl")["learned"]["co_use"] == 6
+    after = ranked()
+    hit = after[f"tmdb/{hub}"]
+    assert hit["reason"] == "companion" and hit["relation"] == "used" and "companion_of" not in hit
+    assert f"tmdb/{hub}" not in before or before[f"tmdb/{hub}"]["rank"] > hit["rank"]
+    table = toolsift("route", query, "-k", "20", db=tmdb_db, terminal=True)
+    assert table.returncode == 0 and "often used with others" in table.stdout, table.stdout

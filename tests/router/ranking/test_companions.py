@@ -124,3 +124,34 @@ def test_relations_of_two_kinds_add_up():
     # same_api's share (0.6) outweighs feeds' (0.3): the explanation names it
     assert why[producer].kind == "same_api" and why[producer].evidence == pytest.approx(0.9)
     assert not order({"same_api": 0.6, "feeds": 0.0})[0]
+
+
+def test_the_tools_a_usage_log_keeps_coming_back_to_complete_sets():
+    """MetaTool's multi-tool requests: co-use learned from the dev half's gold sets (what a usage log
+    of earlier requests holds). With the ``used`` kind on, more test-half requests get both their
+    tools in the top 10; the raised tools say the usage log brought them (no anchor), and the first
+    places stay."""
+    shared("metatool", "plugin_des.json")
+    from apidb.relations import co_use_pairs
+    from benchmarks.data.datasets import load_dataset
+    from benchmarks.data.halves import half_of
+
+    d = load_dataset("metatool_multi")
+    pairs = co_use_pairs(q.relevant for q in d.queries if half_of(q.id, "metatool_multi") == "dev")
+    on = Router(d.records).with_co_use(pairs)
+    assert on.config.companion_used > 0  # chosen on (router.ranking.config)
+    base = on.configured(companion_used=0.0)
+    test = [q for q in d.queries if half_of(q.id, "metatool_multi") == "test"][::3]
+    complete, raised = {True: 0, False: 0}, []
+    for q in test:
+        with_used = on.select(q.text, k=10, adaptive=False)
+        without = base.select(q.text, k=10, adaptive=False)
+        keep = on.config.companion_keep
+        assert [s.record.id for s in with_used[:keep]] == [s.record.id for s in without[:keep]]
+        raised += [s for s in with_used if s.relation == "used"]
+        complete[True] += q.relevant <= {s.record.id for s in with_used}
+        complete[False] += q.relevant <= {s.record.id for s in without}
+    assert complete[True] > complete[False], complete
+    assert raised and all(s.reason == "companion" and s.companion_of is None for s in raised)
+    shown = raised[0].to_dict()
+    assert shown["relation"] == "used" and "companion_of" not in shown
