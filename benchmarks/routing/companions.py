@@ -71,9 +71,10 @@ POOL = 60
 # Shown beside the new default, not chosen from (name -> settings laid over it, what to show):
 # adaptive k without each part's own tool sent (router.ranking.shaping), and, for the general
 # encoder, each part ranked also by its own vector (the parts encoded apart: a second encoder pass),
-# and no floor on each part's own tool (benchmarks/routing/part_floor.py).
+# no floor on each part's own tool (benchmarks/routing/part_floor.py), and each part's best two tools.
 SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
 VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10"),
+            "2 tools per part": ({"part_tools": 2}, "both"),
             "no part floor": ({"part_floor": None}, "all_gold@10")}
 # The router as shipped with the general encoder (its companion weights and part floor:
 # router.ranking.config.general_encoder_config, the dev half's choice) in place of each half's choice:
@@ -306,7 +307,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
             (today_sent if setting is None else new_sent).update({len(scored) + j: v for j, v in sent.items()})
         for name, (extra, show) in (variants or {}).items():
             ranked, sent = routed(part, {**setting_of(pick["weights"], pick["keep"], pick), **extra}, co,
-                                   sent_too=show == "sent")
+                                   sent_too=show in ("sent", "both"))
             varied[name][0].update({len(scored) + j: v for j, v in ranked.items()})
             varied[name][1].update({len(scored) + j: v for j, v in sent.items()})
         scored += part

@@ -199,6 +199,8 @@ _VARIANT_WORDS = {
                           "vector, the parts encoded apart: a second encoder pass per multi-part request; its "
                           "cost: `toolsift bench router --speed-only`)",
     "no part floor": "the new default without the part floor each half chose (benchmarks/routing/part_floor.py)",
+    "2 tools per part": "the new default with each part's best two tools, not one (`part_tools` 2; all gold "
+                        "@10 and the tokens adaptive k sends)",
     "as shipped": "the router as shipped with the general encoder (its companion weights and part floor, "
                   "router.ranking.config.general_encoder_config: the dev half's choice) in place of each half's "
                   "choice; on the dev half they are not held out",
@@ -215,13 +217,16 @@ def _columns_not_chosen(variants: dict[str, Any]) -> str:
 def _variant_cells(v: dict[str, Any], key: str) -> str:
     if v["show"] == "sent":
         return f" {v['cost'][key]['tokens']:.0f} | {_f(v['cost'][key]['all_gold_sent'])} |"
+    if v["show"] == "both":
+        return f" {_f(v['scores'][key]['all_gold@10'])} | {v['cost'][key]['tokens']:.0f} |"
     return f" {_f(v['scores'][key]['all_gold@10'])} |"
 
 
 def _cross_fit_table(c: dict[str, Any]) -> list[str]:
     variants = c.get("variants") or {}
     heads = [f"{what}, {name}" for name, v in variants.items()
-             for what in (["tokens sent", "all gold sent"] if v["show"] == "sent" else ["all gold @10"])]
+             for what in {"sent": ["tokens sent", "all gold sent"], "both": ["all gold @10", "tokens sent"]}
+             .get(v["show"], ["all gold @10"])]
     lines = ["| file | requests | n | nDCG@5 | all gold @5 | all gold @10 | tools sent | tokens sent | all gold sent |"
              + "".join(f" {h} |" for h in heads), "|---|---|---|---|---|---|---|---|---|" + "---|" * len(heads)]
     for key in sorted(c["today"], key=lambda k: (k.split("|")[1], k)):

@@ -91,6 +91,7 @@ def test_the_kinds_the_records_say_are_weighed_without_co_use_and_co_use_on_top(
     # gets), and co-use is weighed on top of them
     assert {k: weights[k] for k in C.STRUCTURAL} == {k: without[k] for k in C.STRUCTURAL}
     assert without["co_use"] == 0 < weights["co_use"] and weights["produces_for"] > 0
+    assert without["used"] == 0  # with no usage log, no tool is more used than another
 
 
 @pytest.mark.slow
@@ -142,6 +143,11 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     shipped = g["variants"]["as shipped"]["scores"]
     assert set(shipped) == set(g["new"]) and "as shipped" not in c["variants"]
     assert all(abs(shipped[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
+    # each part's best two tools: the first five stay, and adaptive k sends every part's tools
+    two = g["variants"]["2 tools per part"]
+    assert set(two["scores"]) == set(two["cost"]) == set(g["new"])
+    assert all(abs(two["scores"][k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
+    assert sum(two["cost"][k]["tools"] for k in g["new"]) >= sum(v["tools"] for v in g["cost"]["new"].values())
     # and adaptive k without each part's own tool sent: never more tools than the default sends
     for table in (c, g):
         held = table["variants"]["part tools not sent by adaptive k"]["cost"]
