@@ -18,11 +18,18 @@ tools stay where they were; an anchor brings at most ``per_anchor`` companions (
 stays above them; tools the request may not see (filters) are never companions. Each weight is
 chosen per kind on half of the labelled multi-tool requests and scored on the other half
 (`toolsift bench routing --only companions`, docs/routing.md).
+
+A usage log also says which tools agents call with others at all, whatever the anchor: the ``used``
+kind adds weight[used] x u(c) to every tool after the first ``keep`` places, u being the number of
+tools the learned co-use pairs pair it with, on a log scale relative to the most paired tool (0 for
+a tool no pair names, so a catalog with no usage log is unchanged). A request names its main tool
+well; the other tool it needs is often one of the few a catalog's multi-step work keeps coming back
+to, and when the anchor is rare no co-use pair with it says so.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -214,9 +221,10 @@ def complete(ranking: Ranking, graph: RelationGraph, weights: Mapping[str, float
                 continue
             had = why.get(d)
             # it adds to an anchor's evidence; the explanation names the larger of the two
-            why[d] = (Companion(-1, "used", u) if had is None else
-                      Companion(had.anchor if had.evidence >= u else -1, had.kind if had.evidence >= u else "used",
-                                had.evidence + u))
+            if had is None or u > had.evidence:
+                why[d] = Companion(-1, "used", u + (had.evidence if had else 0.0))
+            else:
+                why[d] = replace(had, evidence=had.evidence + u)
     if not why:
         return ranking, {}
     score = {d: rel.get(d, 0.0) + (why[d].evidence if d in why else 0.0) for d in set(docs) | set(why)}
