@@ -110,6 +110,9 @@ class RouterConfig:
     # cross-fitted by `toolsift bench routing --only companions` (docs/routing.md); the untuned MiniLM,
     # whose cosines sit on another scale, has none.
     part_floor: float | None = None
+    # A part also brings its next tool when that tool's own score is at least this share of its best
+    # tool's (None: never): near-namesakes the part's words cannot tell apart (router.ranking.part_tools).
+    part_tie: float | None = None
     # Adaptive k sends each part's own tool whenever it is in the ceiling's places, after the tools
     # the cut keeps (router.ranking.shaping): the cut weighs a tool against the whole request, the
     # wrong yardstick for a tool that is there for one part. Measured by `toolsift bench routing

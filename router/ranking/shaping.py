@@ -141,7 +141,7 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
         keep = max(c.companion_keep, len(named))
         ranking, part_tools = bring_part_tools(router, ranking, parts, query, method, allowed,
                                                per_part=c.part_tools, keep=keep, signal=c.part_signal,
-                                               floor=c.part_floor)
+                                               floor=c.part_floor, tie=c.part_tie)
         companions = {d: why for d, why in companions.items() if d not in part_tools}
     abstention = None
     if abstain_below is not None and not named and method != "bm25" and qvec is not None:
