@@ -8,7 +8,7 @@ score each half with a model trained on the other half of *every* family, so the
 trained on. Here the model is the one `toolsift bench general-encoder --leave-out FAMILY` trains
 (the shipped recipe on every other family's queries, benchmarks/retrieval/general_training.py; the
 same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights and then
-the part floor (benchmarks/routing/part_floor.py) are chosen with that model on every other family's
+the part floor and tie (benchmarks/routing/part_tie.py) are chosen with that model on every other family's
 requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
 catalog nobody labelled gets. One family per run, because each needs its own model (21-31 minutes
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import part_floor
 from .common import HALVES, routers
 from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, family, learned, relation_graphs,
                          requests, routed, setting_of, shipped_setting)
+from .part_tie import choose_floor_and_tie
 from .set_scores import costs, scores
 
 __all__ = ["FAMILIES", "check", "load", "run"]
@@ -78,11 +78,11 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     print(f"  {len(pooled)} requests of the other families routed once by the model trained without "
           f"{left_out}", flush=True)
     weights, keep, _ = choose(pooled, graphs, cold)
-    floor, tried = part_floor.choose(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
-    print(f"  chosen without {left_out}: {weights}, keep {keep}, part floor {floor}", flush=True)
+    parts = choose_floor_and_tie(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
+    print(f"  chosen without {left_out}: {weights}, keep {keep}, {parts}", flush=True)
     test = requests(mine, rts)
     none: dict[str, dict[str, list]] = {h: {} for h in HALVES}
-    chosen = setting_of(weights, keep, {"part_floor": floor})
+    chosen = setting_of(weights, keep, parts)
     today, today_sent = routed(test, None, none)
     new, new_sent = routed(test, chosen, none)
     extra, _ = VARIANTS[HYBRID]
@@ -92,7 +92,7 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     shipped, _ = routed(test, shipped_setting(), none, sent_too=False)
     model = {"trained_on": f"every family but {left_out}", "spec": info["spec"], "pairs": info["pairs"],
              "seconds": info.get("seconds")}
-    return {"weights": weights, "keep": keep, "part_floor": floor, "part_floor_tried": tried, "model": model,
+    return {"weights": weights, "keep": keep, **parts, "model": model,
             "shipped_weights": config.companion_weights,
             "today": scores(test, today),
             "new": scores(test, new), "cost": {"today": costs(test, today_sent), "new": costs(test, new_sent)},

@@ -17,12 +17,12 @@ from typing import Any, Callable
 from ..retrieval import targets as rt
 from .set_scores import fast_scores
 
-__all__ = ["GRID", "choose"]
+__all__ = ["GRID", "choose", "objective"]
 
 GRID: tuple[float | None, ...] = (None, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 
 
-def _objective(s: dict[str, dict[str, float]]) -> float:
+def objective(s: dict[str, dict[str, float]]) -> float:
     vals = [v["all_gold@10"] for k, v in s.items() if k.endswith("|multi") and v["n"] >= 5]
     return statistics.mean(vals) if vals else 0.0
 
@@ -34,6 +34,6 @@ def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]
     tried = {}
     for floor in GRID:
         ranked, _ = routed(cs, {**setting, "part_floor": floor}, co, sent_too=False)
-        tried[str(floor)] = round(_objective(fast_scores(cs, ranked)), 4)
+        tried[str(floor)] = round(objective(fast_scores(cs, ranked)), 4)
     best = max(GRID, key=lambda f: tried[str(f)])
     return (best if tried[str(best)] > tried[str(None)] + rt.KEEP_DEFAULT_MARGIN else None), tried

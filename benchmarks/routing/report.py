@@ -198,10 +198,13 @@ _VARIANT_WORDS = {
     "part_signal hybrid": "the new default with `part_signal` \"hybrid\" (each part also ranked by its own "
                           "vector, the parts encoded apart: a second encoder pass per multi-part request; its "
                           "cost: `toolsift bench router --speed-only`)",
-    "no part floor": "the new default without the part floor each half chose (benchmarks/routing/part_floor.py)",
-    "2 tools per part": "the new default with each part's best two tools, not one (`part_tools` 2; all gold "
-                        "@10 and the tokens adaptive k sends)",
-    "as shipped": "the router as shipped with the general encoder (its companion weights and part floor, "
+    "no part floor": "the new default without the part floor each half chose (benchmarks/routing/part_floor.py; "
+                     "its tie kept)",
+    "no part tie": "the new default without the tie each half chose, each part's best tool alone "
+                   "(benchmarks/routing/part_tie.py; all gold @10 and the tokens adaptive k sends)",
+    "2 tools per part": "the new default with each part's best two tools, not one, and no tie (`part_tools` 2; "
+                        "all gold @10 and the tokens adaptive k sends)",
+    "as shipped": "the router as shipped with the general encoder (its companion weights, part floor and tie, "
                   "router.ranking.config.general_encoder_config: the dev half's choice) in place of each half's "
                   "choice; on the dev half they are not held out",
 }
@@ -285,6 +288,7 @@ def _part_tools_note(res: dict[str, Any]) -> str:
 
 def _setting(x: dict[str, Any]) -> str:
     floor = f"; part floor {x['part_floor']}" if "part_floor" in x else ""
+    floor += "" if x.get("part_tie") is None else f"; part tie {x['part_tie']}"
     return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept{floor}"
 
 
@@ -331,7 +335,8 @@ def _companions(res: dict[str, Any]) -> list[str]:
     elif g:
         lines += ["", "General encoder (the shipped default encoder), cross-fitted: it trained on these requests, so "
                   "there is a model per half, trained on that half alone (benchmarks/retrieval/general_training.py, in "
-                  "its shipped rank-64 form, at its own fusion depth). Each half's weights and part floor are chosen on "
+                  "its shipped rank-64 form, at its own fusion depth). Each half's weights, part floor and part tie (a part's next tool too when its "
+                  "own score is at least that share of its best's; benchmarks/routing/part_tie.py) are chosen on "
                   "it as ranked by the model trained on the other half, requests that model never trained on; the model "
                   "trained on the choosing half scores the other half with them: no request is scored by a model or "
                   "weights that saw it. `today` = "

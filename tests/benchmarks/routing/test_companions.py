@@ -131,12 +131,14 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     hybrid = g["variants"]["part_signal hybrid"]["scores"]
     assert set(hybrid) == set(g["new"])
     assert all(abs(hybrid[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
-    # the part floor, chosen on each half after its weights from the grid; without it, the first five stay too
-    from benchmarks.routing.part_floor import GRID
+    # the part floor, then the tie, chosen on each half after its weights from their grids; without the
+    # floor, the first five stay too
+    from benchmarks.routing import part_floor, part_tie
 
     for h in ("dev", "test"):
-        assert g["chosen"][h]["part_floor"] in GRID and set(g["chosen"][h]["part_floor_tried"]) == set(map(str, GRID))
-        assert "part_floor" not in c["chosen"][h]  # the base model's rows choose none
+        for name, grid in (("part_floor", part_floor.GRID), ("part_tie", part_tie.GRID)):
+            assert g["chosen"][h][name] in grid and set(g["chosen"][h][f"{name}_tried"]) == set(map(str, grid))
+            assert name not in c["chosen"][h]  # the base model's rows choose none
     loose = g["variants"]["no part floor"]["scores"]
     assert all(abs(loose[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
     # and the router as shipped with the general encoder in place of each half's choice (the base rows have none)
