@@ -155,16 +155,19 @@ GENERAL_ENCODER_DEPTH = 50
 # half model that did not train on them. Chosen with the half model that did, on requests it had
 # learned, the structural kinds came out 0: the encoder already ranked those sets' companions high.
 # The untuned MiniLM keeps RouterConfig's own, its dev-half choice.
-GENERAL_COMPANIONS = {"companion_same_api": 0.6, "companion_same_category": 0.0, "companion_produces_for": 0.3,
-                      "companion_feeds": 0.0, "companion_co_use": 1.0, "companion_used": 0.3}
-GENERAL_PART_FLOOR = 0.4
+GENERAL_COMPANIONS = {"companion_same_api": 0.3, "companion_same_category": 0.0, "companion_produces_for": 0.3,
+                      "companion_feeds": 0.0, "companion_co_use": 0.6, "companion_used": 0.2}
+GENERAL_PART_FLOOR = 0.35
+# ... and the tie for each part's next tool (RouterConfig.part_tie), chosen after the floor the same way
+# (benchmarks/routing/part_tie.py)
+GENERAL_PART_TIE = 0.8
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
     """``base`` (default: the defaults) with the general encoder's own fusion depth, companion
-    weights and part floor."""
+    weights, part floor and part tie."""
     return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR,
-                   **GENERAL_COMPANIONS)
+                   part_tie=GENERAL_PART_TIE, **GENERAL_COMPANIONS)
 
 
 def config_for_model(model: str | None) -> RouterConfig:
