@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..retrieval import targets as rt
 from .set_scores import fast_scores
 
-__all__ = ["GRID", "choose", "objective"]
+__all__ = ["GRID", "choose", "objective", "scored"]
 
 GRID: tuple[float | None, ...] = (None, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
 
@@ -27,13 +27,21 @@ def objective(s: dict[str, dict[str, float]]) -> float:
     return statistics.mean(vals) if vals else 0.0
 
 
+def scored(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
+           routed: Callable[..., tuple[dict[int, list[str]], Any]], name: str,
+           grid: tuple[float | None, ...]) -> dict[str, float]:
+    """The objective of ``cs`` routed with each value of ``grid`` as the router setting ``name``."""
+    tried = {}
+    for value in grid:
+        ranked, _ = routed(cs, {**setting, name: value}, co, sent_too=False)
+        tried[str(value)] = round(objective(fast_scores(cs, ranked)), 4)
+    return tried
+
+
 def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
            routed: Callable[..., tuple[dict[int, list[str]], Any]]) -> tuple[float | None, dict[str, float]]:
     """The floor for ``cs`` (companions.Case, routed by ``routed``, companions.routed, with ``setting``
     laid over their routers and the co-use in ``co``), and the objective of each floor of the grid."""
-    tried = {}
-    for floor in GRID:
-        ranked, _ = routed(cs, {**setting, "part_floor": floor}, co, sent_too=False)
-        tried[str(floor)] = round(objective(fast_scores(cs, ranked)), 4)
+    tried = scored(cs, setting, co, routed, "part_floor", GRID)
     best = max(GRID, key=lambda f: tried[str(f)])
     return (best if tried[str(best)] > tried[str(None)] + rt.KEEP_DEFAULT_MARGIN else None), tried

@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..retrieval import targets as rt
-from .part_floor import objective
-from .set_scores import fast_scores
+from .part_floor import scored
 
 __all__ = ["GRID", "choose", "choose_floor_and_tie"]
 
@@ -28,10 +27,7 @@ def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]
            routed: Callable[..., tuple[dict[int, list[str]], Any]]) -> tuple[float | None, dict[str, float]]:
     """The tie for ``cs`` (companions.Case, routed by ``routed``, companions.routed, with ``setting``
     laid over their routers and the co-use in ``co``), and the objective of each tie of the grid."""
-    tried = {}
-    for tie in GRID:
-        ranked, _ = routed(cs, {**setting, "part_tie": tie}, co, sent_too=False)
-        tried[str(tie)] = round(objective(fast_scores(cs, ranked)), 4)
+    tried = scored(cs, setting, co, routed, "part_tie", GRID)
     best = max(tried.values())
     if best <= tried[str(None)] + rt.KEEP_DEFAULT_MARGIN:
         return None, tried

@@ -162,8 +162,9 @@ def test_a_part_its_words_cannot_settle_brings_its_next_tool_too(seal):
 
 
 def test_route_brings_a_parts_next_tool_with_the_general_encoders_tie(seal, tmp_path):
-    """The installed script, over a Seal-Tools catalog, routes with the default encoder's own tie: a part
-    with a near-namesake shows both tools, each saying the part it is there for."""
+    """The installed script, over a Seal-Tools catalog, routes with the default model's own tie (BM25
+    here: the tie needs no encoder): a part with a near-namesake shows both tools, each saying the
+    part it is there for."""
     from apidb import Catalog
     from router.encoders.model import BASE_MODEL
     from router.ranking.config import GENERAL_PART_TIE
