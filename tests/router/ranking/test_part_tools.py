@@ -31,6 +31,7 @@ def _ids(selections) -> list[str]:
 
 def test_parts_bring_their_tools_after_the_first_five_and_never_move_those(g2):
     router, queries = g2
+    router = router.configured(part_tie=None)  # each part's best tool alone (the tie: its own test below)
     off = router.configured(part_tools=0)
     gold_off = gold_on = completed = 0
     for q in queries:
@@ -43,7 +44,9 @@ def test_parts_bring_their_tools_after_the_first_five_and_never_move_those(g2):
         gold_off += len(q.relevant & set(_ids(before)))
         gold_on += len(q.relevant & set(_ids(after)))
         completed += q.relevant <= set(_ids(after)) and not q.relevant <= set(_ids(before))
-    assert gold_on > gold_off and completed >= 2, (gold_off, gold_on, completed)  # measured 234 -> 236, 2
+    # measured 235 -> 237, 2 (with the general encoder's tie 0.8 too: 235 -> 235, its extra tools take
+    # the places of gold tools the companions brought; docs/routing.md weighs the tie's trade)
+    assert gold_on > gold_off and completed >= 2, (gold_off, gold_on, completed)
 
 
 def test_route_json_says_which_part_a_tool_is_the_best_of(g2, tmp_path):
