@@ -8,8 +8,8 @@ score each half with a model trained on the other half of *every* family, so the
 trained on. Here the model is the one `toolsift bench general-encoder --leave-out FAMILY` trains
 (the shipped recipe on every other family's queries, benchmarks/retrieval/general_training.py; the
 same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights and then
-the part floor and tie (benchmarks/routing/part_tie.py) are chosen with that model on every other family's
-requests (both halves, co-use from their gold sets), and
+the part floor, tie and output file's part (benchmarks/routing/part_tie.py) are chosen with that
+model on every other family's requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
 catalog nobody labelled gets. One family per run, because each needs its own model (21-31 minutes
 of training on 2 cores the first time); each run adds its family to the results of the earlier ones.
@@ -23,7 +23,7 @@ from typing import Any
 from .common import HALVES, routers
 from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, family, learned, relation_graphs,
                          requests, routed, setting_of, shipped_setting)
-from .part_tie import choose_floor_and_tie
+from .part_tie import choose_part_settings
 from .set_scores import costs, scores
 
 __all__ = ["FAMILIES", "check", "load", "run"]
@@ -78,7 +78,7 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     print(f"  {len(pooled)} requests of the other families routed once by the model trained without "
           f"{left_out}", flush=True)
     weights, keep, _ = choose(pooled, graphs, cold)
-    parts = choose_floor_and_tie(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
+    parts = choose_part_settings(pooled, setting_of(weights, keep), {h: co for h in HALVES}, routed)
     print(f"  chosen without {left_out}: {weights}, keep {keep}, {parts}", flush=True)
     test = requests(mine, rts)
     none: dict[str, dict[str, list]] = {h: {} for h in HALVES}

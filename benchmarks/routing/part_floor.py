@@ -29,7 +29,7 @@ def objective(s: dict[str, dict[str, float]]) -> float:
 
 def scored(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
            routed: Callable[..., tuple[dict[int, list[str]], Any]], name: str,
-           grid: tuple[float | None, ...]) -> dict[str, float]:
+           grid: tuple[Any, ...]) -> dict[str, float]:
     """The objective of ``cs`` routed with each value of ``grid`` as the router setting ``name``."""
     tried = {}
     for value in grid:

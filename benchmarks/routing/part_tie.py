@@ -1,6 +1,7 @@
 """The general encoder's tie for each part's own tool (RouterConfig.part_tie): a part also brings its
 next tool when that tool's own score is at least this share of its best's, chosen after the part
-floor (benchmarks/routing/part_floor.py) the same way.
+floor (benchmarks/routing/part_floor.py) the same way; then, with both, whether a file the request
+writes to is a part of its own (`choose_part_settings`).
 
 Part of `toolsift bench routing --only companions` (benchmarks/routing/companions.py): half h's tie is
 chosen on h's requests ranked by the model trained on the other half, with h's weights and floor,
@@ -17,7 +18,7 @@ from typing import Any, Callable
 from ..retrieval import targets as rt
 from .part_floor import scored
 
-__all__ = ["GRID", "choose", "choose_floor_and_tie"]
+__all__ = ["GRID", "choose", "choose_part_settings"]
 
 # None = never; each lower value brings a part's next tool on a wider gap (0 would be two per part)
 GRID: tuple[float | None, ...] = (None, 0.9, 0.8, 0.7, 0.6, 0.5)
@@ -34,12 +35,18 @@ def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]
     return next(t for t in GRID if tried[str(t)] >= best - rt.KEEP_DEFAULT_MARGIN), tried
 
 
-def choose_floor_and_tie(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
+def choose_part_settings(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
                          routed: Callable[..., tuple[dict[int, list[str]], Any]]) -> dict[str, Any]:
-    """The part floor (with no tie: not the router's own), then the tie with that floor: both choices and
-    what each value scored."""
+    """The part floor (with no tie and no output file's part: not the router's own), then the tie with
+    that floor, then whether a file the request writes to is a part of its own
+    (RouterConfig.output_file, router.ranking.output_file) with both: each choice and what each value
+    scored. The output file's part is kept only when it beats none by more than 0.001, like the tie."""
     from . import part_floor
 
-    floor, floor_tried = part_floor.choose(cs, {**setting, "part_tie": None}, co, routed)
-    tie, tie_tried = choose(cs, {**setting, "part_floor": floor}, co, routed)
-    return {"part_floor": floor, "part_floor_tried": floor_tried, "part_tie": tie, "part_tie_tried": tie_tried}
+    off = {**setting, "part_tie": None, "output_file": False}
+    floor, floor_tried = part_floor.choose(cs, off, co, routed)
+    tie, tie_tried = choose(cs, {**off, "part_floor": floor}, co, routed)
+    out_tried = scored(cs, {**off, "part_floor": floor, "part_tie": tie}, co, routed, "output_file", (False, True))
+    output = out_tried[str(True)] > out_tried[str(False)] + rt.KEEP_DEFAULT_MARGIN
+    return {"part_floor": floor, "part_floor_tried": floor_tried, "part_tie": tie, "part_tie_tried": tie_tried,
+            "output_file": output, "output_file_tried": out_tried}

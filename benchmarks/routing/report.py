@@ -202,6 +202,8 @@ _VARIANT_WORDS = {
                      "its tie kept)",
     "no part tie": "the new default without the tie each half chose, each part's best tool alone "
                    "(benchmarks/routing/part_tie.py; all gold @10 and the tokens adaptive k sends)",
+    "no output file part": "the new default without a part for the file the request writes to, where each half "
+                           "chose one (router.ranking.output_file; all gold @10 and the tokens adaptive k sends)",
     "2 tools per part": "the new default with each part's best two tools, not one, and no tie (`part_tools` 2; "
                         "all gold @10 and the tokens adaptive k sends)",
     "as shipped": "the router as shipped with the general encoder (its companion weights, part floor and tie, "
@@ -289,6 +291,7 @@ def _part_tools_note(res: dict[str, Any]) -> str:
 def _setting(x: dict[str, Any]) -> str:
     floor = f"; part floor {x['part_floor']}" if "part_floor" in x else ""
     floor += "" if x.get("part_tie") is None else f"; part tie {x['part_tie']}"
+    floor += "; an output file's part" if x.get("output_file") else ""
     return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept{floor}"
 
 

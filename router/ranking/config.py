@@ -118,6 +118,9 @@ class RouterConfig:
     # wrong yardstick for a tool that is there for one part. Measured by `toolsift bench routing
     # --only companions` (all gold sent and tokens, with and without; docs/routing.md).
     adaptive_part_tools: bool = True
+    # A file the request sends its result to ("save it to /root/out/report.md") is one more part, ranked
+    # by the words of what it asks for: writing a file (router.ranking.output_file).
+    output_file: bool = False
 
     @property
     def companion_weights(self) -> dict[str, float]:
@@ -161,13 +164,15 @@ GENERAL_PART_FLOOR = 0.35
 # ... and the tie for each part's next tool (RouterConfig.part_tie), chosen after the floor the same way
 # (benchmarks/routing/part_tie.py)
 GENERAL_PART_TIE = 0.8
+# ... and a part for the file a request writes to (RouterConfig.output_file), chosen after the tie the same way
+GENERAL_OUTPUT_FILE = False
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
     """``base`` (default: the defaults) with the general encoder's own fusion depth, companion
-    weights, part floor and part tie."""
+    weights, part floor, part tie and output file's part."""
     return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR,
-                   part_tie=GENERAL_PART_TIE, **GENERAL_COMPANIONS)
+                   part_tie=GENERAL_PART_TIE, output_file=GENERAL_OUTPUT_FILE, **GENERAL_COMPANIONS)
 
 
 def config_for_model(model: str | None) -> RouterConfig:

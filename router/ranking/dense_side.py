@@ -57,3 +57,11 @@ class DenseSide:
         if how == "separate":
             return self.encode_queries([query] + [query[s:e] for s, e in spans])
         return encode_with_spans(self.embedder.model, query, spans)
+
+    def phrase_vector(self, phrase: str) -> np.ndarray:
+        """The vector of a fixed phrase the router itself ranks by (router.ranking.output_file.WORDS),
+        encoded once per router: it is the same for every request."""
+        cache = self.__dict__.setdefault("_phrase_vectors", {})
+        if phrase not in cache:
+            cache[phrase] = np.asarray(self.encode_queries([phrase]))[0]
+        return cache[phrase]

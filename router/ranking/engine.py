@@ -25,6 +25,7 @@ from .companions import RelationGraph, stored_co_use
 from .config import METHODS, RouterConfig, config_for_model
 from .coverage import clause_spans
 from .dense_side import DenseSide
+from .output_file import with_outputs
 from ..encoders.dense import DEFAULT_MODEL, Embedder, default_cache_dir, intra_op_threads, resolve_encoder
 from ..errors import RouterError
 from .exact_names import NameTable
@@ -306,6 +307,9 @@ class Router(DenseSide, SelectionAssembly):
         parts = split_query(query) if split else [query]
         clauses = clause_spans(query, rules=self.config.clause_rules) \
             if self.config.coverage > 0 or self.config.part_tools > 0 else []
+        words = None
+        if self.config.output_file and self.config.part_tools > 0:  # only part tools place its tool
+            clauses, words = with_outputs(query, clauses)
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
@@ -320,6 +324,8 @@ class Router(DenseSide, SelectionAssembly):
                 rows = dict(zip(pooled, vecs[1:]))  # spans past the encoder's length limit get no row
                 svecs = np.array([rows[s] for s in spans if s in rows]).reshape(-1, vecs.shape[1])
                 cvecs = np.array([rows[s] for s in clauses if s in rows]).reshape(-1, vecs.shape[1])
+                if words and len(cvecs) == len(clauses):  # an output file's part: the vector of what it asks for
+                    cvecs = np.array([row if w is None else self.phrase_vector(w) for row, w in zip(cvecs, words)])
                 qvecs = vecs[:1] if len(texts) == 1 else np.vstack([vecs[:1], self.encode_queries(texts[1:])])
             else:
                 qvecs = self.encode_queries(texts)
@@ -333,7 +339,7 @@ class Router(DenseSide, SelectionAssembly):
             ranking = interleave(rankings[1:] + rankings[:1])
         else:
             ranking = rrf(rankings, self.config.rrf_k)
-        part_info = part_signals(self, query, clauses, method, cvecs) if clauses else None
+        part_info = part_signals(self, query, clauses, method, cvecs, words) if clauses else None
         return ranking, bm25s_[0], None if qvecs is None else qvecs[0], part_info
 
     # ---- misc ------------------------------------------------------------------------

@@ -40,6 +40,23 @@ class Parts:
     spans: list[tuple[int, int]]
     lexical: list[np.ndarray] | None = None
     vectors: np.ndarray | None = None
+    # the words a part is ranked by with BM25 where they are not its own text (an output file's part:
+    # router.ranking.output_file), else None
+    words: list[str | None] | None = None
+
+    def clauses(self) -> "Parts | None":
+        """The parts the request's own words cut (no output file's part), None unless two or more:
+        what coverage spreads the top places over and abstention reads. An output file's part only
+        brings its own tool (router.ranking.part_tools): in a catalog with no tool that writes files,
+        the best of a bad lot must not move the first places."""
+        if not self.words:
+            return self if len(self.spans) >= 2 else None
+        keep = [i for i, w in enumerate(self.words) if w is None]
+        if len(keep) < 2:
+            return None
+        return Parts([self.spans[i] for i in keep],
+                     None if self.lexical is None else [self.lexical[i] for i in keep],
+                     None if self.vectors is None else self.vectors[keep])
 
 
 @dataclass
@@ -55,7 +72,7 @@ class Shaped:
 
 
 def part_signals(router: Any, query: str, spans: list[tuple[int, int]], method: str,
-                 vectors: np.ndarray | None) -> Parts:
+                 vectors: np.ndarray | None, words: list[str | None] | None = None) -> Parts:
     """Per-part BM25 over the whole catalog (when BM25 takes part) and the part vectors."""
     lex = None
     if vectors is not None and len(vectors) != len(spans):
@@ -63,8 +80,9 @@ def part_signals(router: Any, query: str, spans: list[tuple[int, int]], method: 
     if method != "dense":
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if router.config.unique_query_terms \
             else rtext.tokenize
-        lex = [router.lexical.scores(tok(query[s:e])) for s, e in spans]
-    return Parts(spans, lex, vectors)
+        texts = [query[s:e] if w is None else w for (s, e), w in zip(spans, words or [None] * len(spans))]
+        lex = [router.lexical.scores(tok(t)) for t in texts]
+    return Parts(spans, lex, vectors, words)
 
 
 def _coverage(router: Any, ranking: Ranking, parts: Parts, lam: float, pool: int,
@@ -125,8 +143,9 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
     """Coverage, exact names, abstention and the adaptive cut over one request's fused ranking."""
     c = router.config
     strengths: dict[int, float] = {}
-    if parts is not None and parts.spans and c.coverage > 0 and len(ranking) > 1:
-        ranking, strengths = _coverage(router, ranking, parts, c.coverage, c.coverage_pool, k)
+    clauses = None if parts is None else parts.clauses()
+    if clauses is not None and c.coverage > 0 and len(ranking) > 1:
+        ranking, strengths = _coverage(router, ranking, clauses, c.coverage, c.coverage_pool, k)
     named: list[int] = []
     if c.exact_names:
         named = [d for d in router.name_table().find(query) if allowed is None or allowed[d]]
@@ -145,8 +164,8 @@ def shape(router: Any, query: str, ranking: Ranking, parts: Parts | None, allowe
         companions = {d: why for d, why in companions.items() if d not in part_tools}
     abstention = None
     if abstain_below is not None and not named and method != "bm25" and qvec is not None:
-        vecs = qvec.reshape(1, -1) if parts is None or parts.vectors is None else \
-            np.vstack([qvec.reshape(1, -1), parts.vectors])
+        vecs = qvec.reshape(1, -1) if clauses is None or clauses.vectors is None else \
+            np.vstack([qvec.reshape(1, -1), clauses.vectors])
         strongest = evidence(router._dense, vecs, ranking.docs[:max(k, 20)])
         abstention = Abstention(strongest, abstain_below)
     n = k
