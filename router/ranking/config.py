@@ -165,7 +165,7 @@ GENERAL_PART_FLOOR = 0.35
 # (benchmarks/routing/part_tie.py)
 GENERAL_PART_TIE = 0.8
 # ... and a part for the file a request writes to (RouterConfig.output_file), chosen after the tie the same way
-GENERAL_OUTPUT_FILE = False
+GENERAL_OUTPUT_FILE = True
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
