@@ -9,7 +9,7 @@ import re
 import pytest
 
 from router import Router
-from router.ranking.output_file import WORDS, output_spans
+from router.ranking.output_file import output_spans
 from tests.support.cli import toolsift
 
 
@@ -111,5 +111,3 @@ def test_route_json_names_the_output_clause_each_file_writing_tool_is_there_for(
     brought = [t for t in tools if t["reason"] == "part" and t["part"] == "save it to /root/markdown/cv.md"]
     assert brought and {t["name"] for t in brought} == {"write_file"}, tools
     assert all(t["id"] in _writes(live) for t in brought)
-    # the words the clause is ranked by are what it asks for, not the path's folders ("markdown")
-    assert WORDS == "write content to a file"
