@@ -206,7 +206,8 @@ _VARIANT_WORDS = {
                            "chose one (router.ranking.output_file; all gold @10 and the tokens adaptive k sends)",
     "2 tools per part": "the new default with each part's best two tools, not one, and no tie (`part_tools` 2; "
                         "all gold @10 and the tokens adaptive k sends)",
-    "as shipped": "the router as shipped with the general encoder (its companion weights, part floor and tie, "
+    "as shipped": "the router as shipped with the general encoder (its companion weights, part floor, tie and "
+                  "output file's part, "
                   "router.ranking.config.general_encoder_config: the dev half's choice) in place of each half's "
                   "choice; on the dev half they are not held out",
 }
@@ -243,7 +244,22 @@ def _cross_fit_table(c: dict[str, Any]) -> list[str]:
                      f"{ct['tools']:.2f} → {cn['tools']:.2f} | {ct['tokens']:.0f} → {cn['tokens']:.0f} | "
                      f"{_f(ct['all_gold_sent'])} → {_f(cn['all_gold_sent'])} |"
                      + "".join(_variant_cells(v, key) for v in variants.values()))
-    return lines
+    return lines + _multi_means(c, variants)
+
+
+def _multi_means(c: dict[str, Any], variants: dict[str, Any]) -> list[str]:
+    """The mean all gold @10 over the multi-tool files, for today, the new default and each column that shows it:
+    the figure the docs compare settings by."""
+    keys = [k for k in c["today"] if k.endswith("|multi")]
+    if not keys:
+        return []
+
+    def mean(scores: dict[str, Any]) -> str:
+        return _f(sum(scores[k]["all_gold@10"] for k in keys) / len(keys))
+
+    cols = [f"{name} {mean(v['scores'])}" for name, v in variants.items() if v["show"] != "sent"]
+    return ["", f"Mean multi-tool all gold @10 over the {len(keys)} files: today {mean(c['today'])} → new "
+            f"{mean(c['new'])}" + "".join(f"; {col}" for col in cols) + "."]
 
 
 def _misses(m: dict[str, dict[str, int]]) -> list[str]:
@@ -338,8 +354,9 @@ def _companions(res: dict[str, Any]) -> list[str]:
     elif g:
         lines += ["", "General encoder (the shipped default encoder), cross-fitted: it trained on these requests, so "
                   "there is a model per half, trained on that half alone (benchmarks/retrieval/general_training.py, in "
-                  "its shipped rank-64 form, at its own fusion depth). Each half's weights, part floor and part tie (a part's next tool too when its "
-                  "own score is at least that share of its best's; benchmarks/routing/part_tie.py) are chosen on "
+                  "its shipped rank-64 form, at its own fusion depth). Each half's weights, part floor, part tie (a part's "
+                  "next tool too when its own score is at least that share of its best's) and output file's part (a "
+                  "file the request writes to is a part of its own; benchmarks/routing/part_tie.py) are chosen on "
                   "it as ranked by the model trained on the other half, requests that model never trained on; the model "
                   "trained on the choosing half scores the other half with them: no request is scored by a model or "
                   "weights that saw it. `today` = "

@@ -58,14 +58,14 @@ def output_spans(query: str) -> list[tuple[int, int]]:
 
 
 def with_outputs(query: str, clauses: list[tuple[int, int]], min_words: int = 3
-                 ) -> tuple[list[tuple[int, int]], list[str | None]]:
+                 ) -> tuple[list[tuple[int, int]], list[str | None] | None]:
     """The request's parts with its output files' parts added, and the words each part is ranked by
-    with BM25 (None: its own text; ``WORDS`` for an output file's). A request cut into no parts
-    becomes two: what comes before its first output clause (when that has ``min_words`` words), and
-    the output clause."""
+    (None: its own text; ``WORDS`` for an output file's), or None for the words when the request names
+    no output file. A request cut into no parts becomes two: what comes before its first output clause
+    (when that has ``min_words`` words, else the whole request), and the output clause."""
     outputs = output_spans(query)
     if not outputs:
-        return clauses, [None] * len(clauses)
+        return clauses, None
     if not clauses:
         lead = query[:outputs[0][0]].rstrip(" ,;:\t\n")
         lead = re.sub(r"\s+(?:and then|and|then)$", "", lead, flags=re.IGNORECASE)
