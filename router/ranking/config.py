@@ -121,6 +121,9 @@ class RouterConfig:
     # A file the request sends its result to ("save it to /root/out/report.md") is one more part, ranked
     # by the words of what it asks for: writing a file (router.ranking.output_file).
     output_file: bool = False
+    # A date the request gives relative to now ("tomorrow", "next Wednesday", "the last 24h") is one
+    # more part, ranked by the words of what it asks for: the current date (router.ranking.relative_time).
+    relative_time: bool = False
 
     @property
     def companion_weights(self) -> dict[str, float]:
@@ -166,13 +169,16 @@ GENERAL_PART_FLOOR = 0.35
 GENERAL_PART_TIE = 0.8
 # ... and a part for the file a request writes to (RouterConfig.output_file), chosen after the tie the same way
 GENERAL_OUTPUT_FILE = True
+# ... and a part for a date the request gives relative to now (RouterConfig.relative_time), chosen after that
+GENERAL_RELATIVE_TIME = False
 
 
 def general_encoder_config(base: RouterConfig | None = None) -> RouterConfig:
     """``base`` (default: the defaults) with the general encoder's own fusion depth, companion
-    weights, part floor, part tie and output file's part."""
+    weights, part floor, part tie and implied steps' parts (an output file, a relative date)."""
     return replace(base or RouterConfig(), depth=GENERAL_ENCODER_DEPTH, part_floor=GENERAL_PART_FLOOR,
-                   part_tie=GENERAL_PART_TIE, output_file=GENERAL_OUTPUT_FILE, **GENERAL_COMPANIONS)
+                   part_tie=GENERAL_PART_TIE, output_file=GENERAL_OUTPUT_FILE,
+                   relative_time=GENERAL_RELATIVE_TIME, **GENERAL_COMPANIONS)
 
 
 def config_for_model(model: str | None) -> RouterConfig:

@@ -26,6 +26,7 @@ from .config import METHODS, RouterConfig, config_for_model
 from .coverage import clause_spans
 from .dense_side import DenseSide
 from .output_file import with_outputs
+from .relative_time import with_relative_date
 from ..encoders.dense import DEFAULT_MODEL, Embedder, default_cache_dir, intra_op_threads, resolve_encoder
 from ..errors import RouterError
 from .exact_names import NameTable
@@ -308,8 +309,11 @@ class Router(DenseSide, SelectionAssembly):
         clauses = clause_spans(query, rules=self.config.clause_rules) \
             if self.config.coverage > 0 or self.config.part_tools > 0 else []
         words = None
-        if self.config.output_file and self.config.part_tools > 0:  # only part tools place its tool
-            clauses, words = with_outputs(query, clauses)
+        if self.config.part_tools > 0:  # steps the request implies: only part tools place their tools
+            if self.config.output_file:
+                clauses, words = with_outputs(query, clauses)
+            if self.config.relative_time:
+                clauses, words = with_relative_date(query, clauses, words)
         texts = [query] + (parts if len(parts) > 1 else [])
         tok = (lambda t: list(dict.fromkeys(rtext.tokenize(t)))) if self.config.unique_query_terms else rtext.tokenize
         bm25s_ = [self.lexical.scores(tok(t)) for t in texts]
@@ -324,7 +328,7 @@ class Router(DenseSide, SelectionAssembly):
                 rows = dict(zip(pooled, vecs[1:]))  # spans past the encoder's length limit get no row
                 svecs = np.array([rows[s] for s in spans if s in rows]).reshape(-1, vecs.shape[1])
                 cvecs = np.array([rows[s] for s in clauses if s in rows]).reshape(-1, vecs.shape[1])
-                if words and len(cvecs) == len(clauses):  # an output file's part: the vector of what it asks for
+                if words and len(cvecs) == len(clauses):  # an implied step's part: the vector of what it asks for
                     cvecs = np.array([row if w is None else self.phrase_vector(w) for row, w in zip(cvecs, words)])
                 qvecs = vecs[:1] if len(texts) == 1 else np.vstack([vecs[:1], self.encode_queries(texts[1:])])
             else:

@@ -48,7 +48,7 @@ def bring_part_tools(router: Any, ranking: Ranking, parts: Any, query: str, meth
     # fewer of the missing tools than the part's words alone).
     texts = [query[s:e] for s, e in parts.spans]
     vectors = parts.vectors if parts.lexical is None else None  # dense-only routing: pooled is all there is
-    if signal == "hybrid" and method != "bm25":  # an output file's part: its words (router.ranking.output_file)
+    if signal == "hybrid" and method != "bm25":  # an implied step's part: its words
         words = parts.words or [None] * len(texts)
         vectors = router.encode_queries([t if w is None else w for t, w in zip(texts, words)])
     # The floor: a part that asks for nothing ("Today is October 13th, 2024.", "We need two rooms.")

@@ -40,15 +40,16 @@ class Parts:
     spans: list[tuple[int, int]]
     lexical: list[np.ndarray] | None = None
     vectors: np.ndarray | None = None
-    # the words a part is ranked by with BM25 where they are not its own text (an output file's part:
-    # router.ranking.output_file), else None
+    # the words a part is ranked by with BM25 where they are not its own text (a step the request
+    # implies: an output file's part, router.ranking.output_file, or a relative date's,
+    # router.ranking.relative_time), else None
     words: list[str | None] | None = None
 
     def clauses(self) -> "Parts | None":
-        """The parts the request's own words cut (no output file's part), None unless two or more:
-        what coverage spreads the top places over and abstention reads. An output file's part only
-        brings its own tool (router.ranking.part_tools): in a catalog with no tool that writes files,
-        the best of a bad lot must not move the first places."""
+        """The parts the request's own words cut (no implied step's part), None unless two or more:
+        what coverage spreads the top places over and abstention reads. An implied step's part only
+        brings its own tool (router.ranking.part_tools): in a catalog with no tool that writes files
+        or tells the date, the best of a bad lot must not move the first places."""
         if not self.words:
             return self if len(self.spans) >= 2 else None
         keep = [i for i, w in enumerate(self.words) if w is None]
