@@ -72,14 +72,15 @@ POOL = 60
 # adaptive k without each part's own tool sent (router.ranking.shaping), and, for the general
 # encoder, each part ranked also by its own vector (the parts encoded apart: a second encoder pass),
 # no floor on each part's own tool (benchmarks/routing/part_floor.py), each part's best two tools,
-# no tie for a part's next tool (benchmarks/routing/part_tie.py), and no part for an output file
-# (router.ranking.output_file).
+# no tie for a part's next tool (benchmarks/routing/part_tie.py), no part for an output file
+# (router.ranking.output_file), and no part for a date relative to now (router.ranking.relative_time).
 SENT = {"part tools not sent by adaptive k": ({"adaptive_part_tools": False}, "sent")}
 VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@10"),
             "2 tools per part": ({"part_tools": 2, "part_tie": None}, "both"),
             "no part floor": ({"part_floor": None}, "all_gold@10"),
             "no part tie": ({"part_tie": None}, "both"),
-            "no output file part": ({"output_file": False}, "both")}
+            "no output file part": ({"output_file": False}, "both"),
+            "no relative date part": ({"relative_time": False}, "both")}
 # The router as shipped with the general encoder (its companion weights and part floor:
 # router.ranking.config.general_encoder_config, the dev half's choice) in place of each half's choice:
 # on the test half the two are the same, on the dev half the shipped setting is not held out.
@@ -106,9 +107,9 @@ def family(name: str) -> str:
 
 
 def _off() -> dict[str, Any]:
-    """Companions off, no tie for a part's next tool and no output file's part: both are chosen after the
-    weights (part_tie.py)."""
-    return {**{f"companion_{k}": 0.0 for k in KINDS}, "part_tie": None, "output_file": False}
+    """Companions off, no tie for a part's next tool and no implied step's part: all are chosen after
+    the weights (part_tie.py)."""
+    return {**{f"companion_{k}": 0.0 for k in KINDS}, "part_tie": None, "output_file": False, "relative_time": False}
 
 
 def _today() -> dict[str, Any]:
@@ -121,8 +122,7 @@ def setting_of(weights: dict[str, float], keep: int, chosen: dict[str, Any] | No
     the part floor and tie (benchmarks/routing/part_floor.py, part_tie.py)."""
     # .get: a choice recorded before a kind (or the tie) existed had it off
     parts = {k: chosen.get(k) for k in ("part_floor", "part_tie")} if chosen and "part_floor" in chosen else {}
-    if chosen and "output_file" in chosen:
-        parts["output_file"] = chosen["output_file"]
+    parts.update({k: chosen[k] for k in ("output_file", "relative_time") if chosen and k in chosen})
     return {**{f"companion_{k}": weights.get(k, 0.0) for k in KINDS}, "companion_keep": keep, **parts}
 
 
@@ -133,7 +133,7 @@ def shipped_setting() -> dict[str, Any]:
     config = general_encoder_config()
     return setting_of(config.companion_weights, config.companion_keep,
                       {"part_floor": config.part_floor, "part_tie": config.part_tie,
-                       "output_file": config.output_file})
+                       "output_file": config.output_file, "relative_time": config.relative_time})
 
 
 def corpus(name: str) -> str:
@@ -285,7 +285,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
     the scored requests, today's top 10 of each, and the requests the choices ranked (top ``POOL``).
     ``variants``: other router settings (name -> (config, what to show)) laid over each half's
     choice and scored the same way, shown beside the new default, never chosen from. ``floors``: each
-    half also chooses the part floor, the tie and the output file's part after its weights
+    half also chooses the part floor, the tie and the implied steps' parts after its weights
     (benchmarks/routing/part_tie.py)."""
     co = {h: learned(sets, {other_half(h)}) for h in HALVES}  # co[h]: what ranks half h, from the other half
     graphs, cold = relation_graphs(sets, co), relation_graphs(sets, {h: {} for h in HALVES})
@@ -301,7 +301,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
             from .part_tie import choose_part_settings
 
             chosen[half].update(choose_part_settings(pool, setting_of(w, keep), co, routed))
-            print(f"  part floor, tie and output file chosen on {half}: {chosen[half]}", flush=True)
+            print(f"  part floor, tie and implied steps chosen on {half}: {chosen[half]}", flush=True)
     scored: list[Case] = []
     today_ranked: dict[int, list[str]] = {}
     new_ranked: dict[int, list[str]] = {}

@@ -8,7 +8,7 @@ score each half with a model trained on the other half of *every* family, so the
 trained on. Here the model is the one `toolsift bench general-encoder --leave-out FAMILY` trains
 (the shipped recipe on every other family's queries, benchmarks/retrieval/general_training.py; the
 same cache, in its shipped rank-64 form, at its own fusion depth), the companion weights and then
-the part floor, tie and output file's part (benchmarks/routing/part_tie.py) are chosen with that
+the part floor, tie and implied steps' parts (benchmarks/routing/part_tie.py) are chosen with that
 model on every other family's requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
 catalog nobody labelled gets. One family per run, because each needs its own model (21-31 minutes

@@ -1,7 +1,8 @@
 """The general encoder's tie for each part's own tool (RouterConfig.part_tie): a part also brings its
 next tool when that tool's own score is at least this share of its best's, chosen after the part
 floor (benchmarks/routing/part_floor.py) the same way; then, with both, whether a file the request
-writes to is a part of its own (`choose_part_settings`).
+writes to is a part of its own, and then whether a date it gives relative to now is
+(`choose_part_settings`).
 
 Part of `toolsift bench routing --only companions` (benchmarks/routing/companions.py): half h's tie is
 chosen on h's requests ranked by the model trained on the other half, with h's weights and floor,
@@ -37,16 +38,21 @@ def choose(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]
 
 def choose_part_settings(cs: list[Any], setting: dict[str, Any], co: dict[str, dict[str, list]],
                          routed: Callable[..., tuple[dict[int, list[str]], Any]]) -> dict[str, Any]:
-    """The part floor (with no tie and no output file's part: not the router's own), then the tie with
+    """The part floor (with no tie and no implied step's part: not the router's own), then the tie with
     that floor, then whether a file the request writes to is a part of its own
-    (RouterConfig.output_file, router.ranking.output_file) with both: each choice and what each value
-    scored. The output file's part is kept only when it beats none by more than 0.001, like the tie."""
+    (RouterConfig.output_file, router.ranking.output_file) with both, then whether a date it gives
+    relative to now is (RouterConfig.relative_time, router.ranking.relative_time) with all three: each
+    choice and what each value scored. Each implied step's part is kept only when it beats none by more
+    than 0.001, like the tie."""
     from . import part_floor
 
-    off = {**setting, "part_tie": None, "output_file": False}
+    off = {**setting, "part_tie": None, "output_file": False, "relative_time": False}
     floor, floor_tried = part_floor.choose(cs, off, co, routed)
     tie, tie_tried = choose(cs, {**off, "part_floor": floor}, co, routed)
-    out_tried = scored(cs, {**off, "part_floor": floor, "part_tie": tie}, co, routed, "output_file", (False, True))
-    output = out_tried[str(True)] > out_tried[str(False)] + rt.KEEP_DEFAULT_MARGIN
-    return {"part_floor": floor, "part_floor_tried": floor_tried, "part_tie": tie, "part_tie_tried": tie_tried,
-            "output_file": output, "output_file_tried": out_tried}
+    chosen = {"part_floor": floor, "part_floor_tried": floor_tried, "part_tie": tie, "part_tie_tried": tie_tried}
+    so_far = {**off, "part_floor": floor, "part_tie": tie}
+    for step in ("output_file", "relative_time"):
+        tried = scored(cs, so_far, co, routed, step, (False, True))
+        so_far[step] = tried[str(True)] > tried[str(False)] + rt.KEEP_DEFAULT_MARGIN
+        chosen.update({step: so_far[step], f"{step}_tried": tried})
+    return chosen

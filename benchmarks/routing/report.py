@@ -204,10 +204,13 @@ _VARIANT_WORDS = {
                    "(benchmarks/routing/part_tie.py; all gold @10 and the tokens adaptive k sends)",
     "no output file part": "the new default without a part for the file the request writes to, where each half "
                            "chose one (router.ranking.output_file; all gold @10 and the tokens adaptive k sends)",
+    "no relative date part": "the new default without a part for a date the request gives relative to now, where "
+                             "each half chose one (router.ranking.relative_time; all gold @10 and the tokens "
+                             "adaptive k sends)",
     "2 tools per part": "the new default with each part's best two tools, not one, and no tie (`part_tools` 2; "
                         "all gold @10 and the tokens adaptive k sends)",
     "as shipped": "the router as shipped with the general encoder (its companion weights, part floor, tie and "
-                  "output file's part, "
+                  "implied steps' parts, "
                   "router.ranking.config.general_encoder_config: the dev half's choice) in place of each half's "
                   "choice; on the dev half they are not held out",
 }
@@ -308,6 +311,7 @@ def _setting(x: dict[str, Any]) -> str:
     floor = f"; part floor {x['part_floor']}" if "part_floor" in x else ""
     floor += "" if x.get("part_tie") is None else f"; part tie {x['part_tie']}"
     floor += "; an output file's part" if x.get("output_file") else ""
+    floor += "; a relative date's part" if x.get("relative_time") else ""
     return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept{floor}"
 
 
@@ -355,8 +359,9 @@ def _companions(res: dict[str, Any]) -> list[str]:
         lines += ["", "General encoder (the shipped default encoder), cross-fitted: it trained on these requests, so "
                   "there is a model per half, trained on that half alone (benchmarks/retrieval/general_training.py, in "
                   "its shipped rank-64 form, at its own fusion depth). Each half's weights, part floor, part tie (a part's "
-                  "next tool too when its own score is at least that share of its best's) and output file's part (a "
-                  "file the request writes to is a part of its own; benchmarks/routing/part_tie.py) are chosen on "
+                  "next tool too when its own score is at least that share of its best's) and implied steps' parts (a "
+                  "file the request writes to, a date it gives relative to now: each a part of its own; "
+                  "benchmarks/routing/part_tie.py) are chosen on "
                   "it as ranked by the model trained on the other half, requests that model never trained on; the model "
                   "trained on the choosing half scores the other half with them: no request is scored by a model or "
                   "weights that saw it. `today` = "

@@ -131,13 +131,13 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     hybrid = g["variants"]["part_signal hybrid"]["scores"]
     assert set(hybrid) == set(g["new"])
     assert all(abs(hybrid[k]["ndcg@5"] - v["ndcg@5"]) < 1e-9 for k, v in g["new"].items())
-    # the part floor, then the tie, then the output file's part, chosen on each half after its weights from
-    # their grids; without the floor, the first five stay too
+    # the part floor, then the tie, then the output file's part, then the relative date's, chosen on each
+    # half after its weights from their grids; without the floor, the first five stay too
     from benchmarks.routing import part_floor, part_tie
 
     for h in ("dev", "test"):
         for name, grid in (("part_floor", part_floor.GRID), ("part_tie", part_tie.GRID),
-                           ("output_file", (False, True))):
+                           ("output_file", (False, True)), ("relative_time", (False, True))):
             assert g["chosen"][h][name] in grid and set(g["chosen"][h][f"{name}_tried"]) == set(map(str, grid))
             assert name not in c["chosen"][h]  # the base model's rows choose none
     loose = g["variants"]["no part floor"]["scores"]
