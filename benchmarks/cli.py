@@ -231,11 +231,11 @@ def routing_cmd(
         return
     res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only, leave_out=leave_out)
     if leave_out is not None:
-        from .routing.report import general_lofo_summary
+        from .routing.companions_report import general_lofo_summary
 
         typer.echo(general_lofo_summary(res, leave_out))
     elif only == "companions":
-        from .routing.report import companions_summary
+        from .routing.companions_report import companions_summary
 
         typer.echo(companions_summary(res))
     elif only == "outside":

@@ -10,6 +10,16 @@ _LABELS = {"recall@1": "R@1", "recall@5": "R@5", "recall@10": "R@10", "ndcg@5": 
            "all_gold@5": "all gold @5", "all_gold@10": "all gold @10"}
 
 
+def figure(x: Any, digits: int = 3) -> str:
+    """A float to ``digits`` places; anything else as it is."""
+    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def short_file(name: str) -> str:
+    """A data file's name without its family's prefix (StableToolBench's, APIBench's)."""
+    return name.removeprefix("stabletoolbench_").removeprefix("apibench_")
+
+
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub markdown table; cells are str()-ed."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]

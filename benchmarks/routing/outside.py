@@ -103,10 +103,8 @@ def summary(res: dict[str, Any]) -> str:
 
 def section(res: dict[str, Any]) -> list[str]:
     """The report's section for ``res["outside"]``."""
+    from ..report import figure as _f
     from ..report import md_table
-
-    def _f(x: float) -> str:
-        return f"{x:.3f}"
 
     o = res.get("outside")
     if not o:

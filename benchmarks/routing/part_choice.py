@@ -15,6 +15,7 @@ from typing import Any
 from router import RouterConfig
 
 from ..report import md_table
+from ..report import short_file as short
 from ..retrieval import targets as rt
 from .common import HALVES, choose_per_half, choose_setting, cross_fitted, mean_all_gold, scores_by_file
 from .companions import family
@@ -69,7 +70,6 @@ def _lofo_lines(lofo: dict[str, Any], short: Any) -> list[str]:
 def report_lines(pt: dict[str, Any], multi_files: list[str]) -> list[str]:
     if not pt:
         return []
-    short = lambda n: n.removeprefix("stabletoolbench_").removeprefix("apibench_")  # noqa: E731
     off, new, enc = pt["rows"]["off"], pt["rows"]["cross-fitted"], pt["rows"].get("encoded", {})
     rows = [[short(n), "multi" if n in multi_files else "single",
              *[f"{off[n][k]:.3f} → {new[n][k]:.3f} ({new[n][k] - off[n][k]:+.3f})"

@@ -29,7 +29,9 @@ from router import RouterConfig
 from router.ranking.coverage import RULES, clause_spans
 
 from ..retrieval import targets as rt
+from ..report import figure as _f
 from ..report import md_table
+from ..report import short_file as short
 from . import part_choice
 from .common import HALVES, choose_per_half, cross_fitted, routers, scores_by_file
 
@@ -173,10 +175,6 @@ def run(quick: bool = False, model: str | None = None) -> dict[str, Any]:
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def _f(x: float) -> str:
-    return f"{x:.3f}"
-
-
 def summary(p: dict[str, Any]) -> str:
     if "rows" not in p:
         return p.get("note", "parts: nothing measured")
@@ -195,7 +193,6 @@ def report_lines(res: dict[str, Any]) -> list[str]:
     lines = ["## Parts of multi-tool requests (issue 38, item 3)", ""]
     if "rows" not in p:
         return lines + [p.get("note", ""), ""]
-    short = lambda n: n.removeprefix("stabletoolbench_").removeprefix("apibench_")  # noqa: E731
     lines += ["How many parts `clause_spans` cuts a request into against its gold tools, with the router's defaults "
               "(coverage on, fixed k = 10), today's split (sentences and chaining connectives) vs the new rules "
               f"{p['rules']}. Multi-tool files keep the requests with two gold tools or more; at most "
