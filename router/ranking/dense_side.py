@@ -59,9 +59,9 @@ class DenseSide:
         return encode_with_spans(self.embedder.model, query, spans)
 
     def phrase_vector(self, phrase: str) -> np.ndarray:
-        """The vector of a fixed phrase the router itself ranks by (an implied step's words: router.ranking.output_file,
-        relative_time),
-        encoded once per router: it is the same for every request."""
+        """The vector of a fixed phrase the router itself ranks by (an implied step's words:
+        router.ranking.output_file, relative_time), encoded once per router: it is the same for every
+        request."""
         cache = self.__dict__.setdefault("_phrase_vectors", {})
         if phrase not in cache:
             cache[phrase] = np.asarray(self.encode_queries([phrase]))[0]

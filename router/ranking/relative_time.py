@@ -27,17 +27,18 @@ __all__ = ["WORDS", "relative_date", "with_relative_date"]
 # what the step does, in the words clock tools are named and described with
 WORDS = "get the current date and time"
 
-_COUNT = r"(?:\d+|a\s+few|a\s+couple\s+of|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|" \
-         r"fifteen|twenty|thirty|few|several)"
+# a count before its unit: digits ("24h", "3 days") or a word ("three days", "a few weeks")
+_COUNT = r"(?:\d+\s*|(?:a\s+few|a\s+couple\s+of|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|" \
+         r"twelve|fifteen|twenty|thirty|few|several)\s+)"
 _UNITS = r"(?:h|hrs?|hours?|days?|weeks?|months?|years?|quarters?)"
 # a single day or span that "next", "last", "this", ... place relative to now
-_ONE = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|week|weekend|month|year|quarter|" \
+_ONE = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|hour|day|week|weekend|month|year|quarter|" \
        r"morning|afternoon|evening|night)"
 _RELATIVE = re.compile(
     rf"\b(?:today|tonight|tomorrow|yesterday|near\s+future|"
     rf"(?:next|last|past|coming|previous|this)\s+{_ONE}|"
-    rf"(?:next|last|past|coming|previous)\s+(?:{_COUNT}\s*)?{_UNITS}|"
-    rf"{_COUNT}\s+{_UNITS}\s+ago|in\s+{_COUNT}\s+{_UNITS})\b", re.IGNORECASE)
+    rf"(?:next|last|past|coming|previous)\s+(?:{_COUNT}{_UNITS}|hours|days|weeks|months|years)|"
+    rf"{_COUNT}{_UNITS}\s+ago|in\s+{_COUNT}{_UNITS})\b", re.IGNORECASE)
 
 
 def relative_date(query: str) -> tuple[int, int] | None:

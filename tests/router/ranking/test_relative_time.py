@@ -34,6 +34,8 @@ def _clocks(ds) -> set[str]:
     ("Find the latest papers on web agents", None),  # "latest" asks a data tool, not the clock
     ("What is the current price of gold?", None),
     ("Get the 3 last messages of the channel", None),  # "last" of a count, not of a span of time
+    ("Which was the last H&M store to open in Oslo?", None),  # a unit's letter ("h") needs a count before it
+    ("Any outages in the last hour?", "last hour"),
 ])
 def test_a_date_relative_to_now_is_found_and_other_time_words_are_not(text, date):
     span = relative_date(text)
