@@ -15,6 +15,25 @@ def _stb():
     return load_dataset("stabletoolbench_G1_instruction")
 
 
+@functools.lru_cache(maxsize=4)
+def _dataset(name: str):
+    from benchmarks.data.datasets import load_dataset
+
+    return load_dataset(name)
+
+
+def dataset(name: str):
+    """A benchmark data set by its name (benchmarks.data.datasets), loaded once for the tests that
+    share it; skips with the reason when its data is absent."""
+    import pytest
+
+    from benchmarks.data.datasets import available
+
+    if not available(name):
+        pytest.skip(f"real data not available: {name}")
+    return _dataset(name)
+
+
 def stb_dataset():
     """The StableToolBench G1-instruction queries over the 2,231-endpoint union corpus (skips without data)."""
     shared("stabletoolbench_solvable", "test_instruction", "G1_instruction.json")

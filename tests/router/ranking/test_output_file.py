@@ -11,15 +11,13 @@ import pytest
 from router import Router
 from router.ranking.output_file import output_spans
 from tests.support.cli import toolsift
+from tests.support.implied_steps import with_and_without
+from tests.support.toolsets import dataset
 
 
 @pytest.fixture(scope="module")
 def live():
-    from benchmarks.data.datasets import available, load_dataset
-
-    if not available("livemcpbench"):
-        pytest.skip("real data not available: LiveMCPBench")
-    return load_dataset("livemcpbench")
+    return dataset("livemcpbench")
 
 
 def _writes(ds) -> set[str]:
@@ -57,20 +55,7 @@ def test_an_output_file_brings_the_tools_that_write_files_after_the_first_five(l
     router = Router(live.records)  # the default encoder with its own defaults
     assert router.config.output_file
     off = router.configured(output_file=False)
-    writes = _writes(live)
-    gold_on = gold_off = with_output = 0
-    for q in live.queries:
-        on = router.select(q.text, k=10, adaptive=False)
-        on_ids = [s.record.id for s in on]
-        off_ids = [s.record.id for s in off.select(q.text, k=10, adaptive=False)]
-        clauses = [q.text[s:e] for s, e in output_spans(q.text)]
-        if not clauses:
-            assert on_ids == off_ids, q.id
-            continue
-        with_output += 1
-        assert on_ids[:5] == off_ids[:5], q.id  # the first five places never move
-        gold_on += len(q.relevant & writes & set(on_ids))
-        gold_off += len(q.relevant & writes & set(off_ids))
+    with_output, gold_off, gold_on, _ = with_and_without(router, off, live.queries, output_spans, _writes(live))
     # measured on the 27 requests naming an output file: 10 -> 30 gold file-writing tools in the top 10
     assert with_output >= 20 and gold_on >= gold_off + 12, (with_output, gold_off, gold_on)
 
@@ -79,11 +64,7 @@ def test_a_catalog_with_no_tool_that_writes_files_gets_nothing_from_it():
     """RestBench TMDB (54 read-only endpoints of a movie API): its real multi-step requests with an
     output clause added bring no tool for that clause. The floor holds each candidate to the vector of
     what the clause asks for, and no TMDB endpoint resembles writing a file."""
-    from benchmarks.data.datasets import available, load_dataset
-
-    if not available("restbench_tmdb"):
-        pytest.skip("real data not available: RestBench TMDB")
-    ds = load_dataset("restbench_tmdb")
+    ds = dataset("restbench_tmdb")
     router = Router(ds.records)
     off = router.configured(output_file=False)
     for q in [q for q in ds.queries if len(q.relevant) > 1][:40]:

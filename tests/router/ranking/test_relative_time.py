@@ -10,15 +10,13 @@ import pytest
 from router import Router
 from router.ranking.relative_time import relative_date
 from tests.support.cli import toolsift
+from tests.support.implied_steps import with_and_without
+from tests.support.toolsets import dataset
 
 
 @pytest.fixture(scope="module")
 def live():
-    from benchmarks.data.datasets import available, load_dataset
-
-    if not available("livemcpbench"):
-        pytest.skip("real data not available: LiveMCPBench")
-    return load_dataset("livemcpbench")
+    return dataset("livemcpbench")
 
 
 def _clocks(ds) -> set[str]:
@@ -61,22 +59,10 @@ def test_a_relative_date_brings_the_clock_after_the_first_five(live):
     assert router.config.relative_time
     off = router.configured(relative_time=False)
     clocks = _clocks(live)
-    gold_on = gold_off = dated = 0
-    for q in live.queries:
-        on = router.select(q.text, k=10, adaptive=False)
-        on_ids = [s.record.id for s in on]
-        off_ids = [s.record.id for s in off.select(q.text, k=10, adaptive=False)]
-        span = relative_date(q.text)
-        if span is None:
-            assert on_ids == off_ids, q.id
-            continue
-        dated += 1
-        assert on_ids[:5] == off_ids[:5], q.id  # the first five places never move
-        for s in on:
-            if s.reason == "part" and s.record.id in clocks:
-                assert s.part == q.text[span[0]:span[1]], (q.id, s.part)
-        gold_on += len(q.relevant & clocks & set(on_ids))
-        gold_off += len(q.relevant & clocks & set(off_ids))
+    dated, gold_off, gold_on, applied = with_and_without(router, off, live.queries, relative_date, clocks)
+    for q, sel in applied:
+        start, end = relative_date(q.text)
+        assert all(s.part == q.text[start:end] for s in sel if s.reason == "part" and s.record.id in clocks), q.id
     # measured on the 20 requests giving a relative date: 3 -> 6 gold clock tools in the top 10
     assert dated >= 15 and gold_on >= gold_off + 2, (dated, gold_off, gold_on)
 
@@ -87,11 +73,7 @@ def test_a_catalog_with_no_clock_gets_nothing_from_it(name):
     multi-step requests with "for tomorrow" added bring no tool for it. The floor holds each candidate
     to the vector of what the part asks for, the current date; TMDB's "trending" endpoints, whose time
     window is a day or a week, share its words but not its sense."""
-    from benchmarks.data.datasets import available, load_dataset
-
-    if not available(name):
-        pytest.skip(f"real data not available: {name}")
-    ds = load_dataset(name)
+    ds = dataset(name)
     router = Router(ds.records)
     off = router.configured(relative_time=False)
     for q in [q for q in ds.queries if len(q.relevant) > 1][:40]:
