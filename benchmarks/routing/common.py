@@ -55,6 +55,11 @@ def other_half(half: str) -> str:
     return "test" if half == "dev" else "dev"
 
 
+def corpus(name: str) -> str:
+    """The catalog a file routes over (the four StableToolBench files share one)."""
+    return "stabletoolbench" if name.startswith("stabletoolbench") else name
+
+
 def choose_setting(scored: dict, baseline: Any, files: list[str], guarded: list[str], max_drop: float) -> Any:
     """The setting (a key of ``scored``: setting -> file -> metrics) with the best mean all-gold@10
     over ``files``, among those that lose at most ``max_drop`` nDCG@5 against ``baseline`` on any of

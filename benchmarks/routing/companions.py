@@ -32,7 +32,7 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   No request is scored by a model or weights that saw it; its gold sets reach the weights only
   through the rankings of the model that trained on them, which two halves cannot avoid. Its `today`
   is the general encoder with companions and part tools off. Its leave-one-family-out rows need a
-  model trained without each family, 21-31 minutes of training apiece: one family per run,
+  model trained without each family, 44-76 minutes of training apiece: one family per run,
   ``--leave-out FAMILY`` (benchmarks/routing/general_lofo.py).
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
@@ -48,7 +48,8 @@ import numpy as np
 from apidb.relations import co_use_pairs
 
 from ..retrieval import targets as rt
-from .common import HALVES, other_half
+from .common import HALVES, corpus, other_half
+from .gold_misses import misses
 from .half_models import General
 from .set_scores import costs, fast_scores, keeps_single_bound, objective, scores, single_ndcg
 
@@ -85,7 +86,6 @@ VARIANTS = {**SENT, "part_signal hybrid": ({"part_signal": "hybrid"}, "all_gold@
 # router.ranking.config.general_encoder_config, the dev half's choice) in place of each half's choice:
 # on the test half the two are the same, on the dev half the shipped setting is not held out.
 AS_SHIPPED = "as shipped"
-CEILING_POOLS = (20, 30, POOL)  # how far down a perfect re-ranking of places 6-10 may reach (`misses`)
 MAX_QUERIES = 200  # per file (a deterministic sample), as the other sections of `bench routing`
 
 
@@ -134,11 +134,6 @@ def shipped_setting() -> dict[str, Any]:
     return setting_of(config.companion_weights, config.companion_keep,
                       {"part_floor": config.part_floor, "part_tie": config.part_tie,
                        "output_file": config.output_file, "relative_time": config.relative_time})
-
-
-def corpus(name: str) -> str:
-    """The catalog a file routes over (the four StableToolBench files share one)."""
-    return "stabletoolbench" if name.startswith("stabletoolbench") else name
 
 
 class Case:
@@ -321,7 +316,7 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
             varied[name][0].update({len(scored) + j: v for j, v in ranked.items()})
             varied[name][1].update({len(scored) + j: v for j, v in sent.items()})
         scored += part
-    tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen),
+    tables = {"chosen": chosen, "shipped": chosen["dev"], "misses": misses(scored, graphs, chosen, POOL),
               "today": scores(scored, today_ranked),
               "new": scores(scored, new_ranked), "cost": {"today": costs(scored, today_sent),
                                                            "new": costs(scored, new_sent)},
@@ -329,51 +324,6 @@ def cross_fit(sets: dict[str, Any], by_half: dict[str, dict[str, Any]],
                                   **({"cost": costs(scored, sent)} if sent else {})}
                            for name, (ranked, sent) in varied.items()}}
     return tables, scored, today_ranked, pooled
-
-
-def misses(cs: list[Case], graphs: dict[tuple[str, str], Any], chosen: dict[str, dict[str, Any]]) -> dict[str, dict]:
-    """Per multi-tool file: where the gold tools still missing from the top 10 are, once the scored
-    half's companions (the other half's choice) re-ranked its top ``POOL``: below 10 or outside the
-    pool; related to one of the first tools (the anchors) and how; of the same API or category as a
-    gold tool that made the top 10; and whether the request spells out the tool's API name. ``ceiling``:
-    the requests complete if places keep+1 to 10 took the top N's gold tools (a perfect re-ranking there)."""
-    import re
-
-    from apidb.relations import api_key, category_key
-    from router.index.scores import Ranking
-    from router.ranking.companions import complete
-
-    out: dict[str, dict] = {}
-    for c in cs:
-        if not c.multi:
-            continue
-        pick, graph, recs = chosen[other_half(c.half)], graphs[(corpus(c.file), c.half)], c.router.records
-        anchors = c.router.config.companion_anchors
-        new, _ = complete(Ranking(np.array(c.docs, dtype=np.int64), np.array(c.scores, dtype=np.float64)), graph,
-                          pick["weights"], anchors=anchors, keep=pick["keep"])
-        top = new.docs.tolist()
-        gold = [c.router._index[g] for g in sorted(c.q.relevant) if g in c.router._index]
-        found = [g for g in gold if g in top[:10]]
-        row = out.setdefault(c.file, {"requests": 0, "incomplete": 0, "missing": 0})
-        row["requests"] += 1
-        row["incomplete"] += len(found) < len(gold)
-        ceiling = row.setdefault("ceiling", dict.fromkeys(map(str, CEILING_POOLS), 0))
-        for n in CEILING_POOLS:  # every gold tool in the top n, and no more below the kept places than fit
-            ceiling[str(n)] += set(gold) <= set(top[:n]) and len(set(gold) - set(top[:pick["keep"]])) <= 10 - pick["keep"]
-        words = set(re.findall(r"[a-z0-9]+", c.q.text.lower()))
-        for g in set(gold) - set(found):
-            kinds = sorted({kind for a in top[:anchors] for t, kind, _ in graph.related(a) if t == g})
-            api = (recs[g].metadata or {}).get("tool_name") or (recs[g].metadata or {}).get("server")
-            facts = ["missing", "ranked 11-60" if g in top else "outside the top 60",
-                     *(f"related to an anchor: {k}" for k in kinds or ["none"]),
-                     "same API as a found gold tool" if any(api_key(recs[f]) == api_key(recs[g]) for f in found)
-                     else "same category as a found gold tool"
-                     if any(category_key(recs[f]) == category_key(recs[g]) for f in found) else "",
-                     "the request spells out its API's name"
-                     if api and set(re.findall(r"[a-z0-9]+", str(api).lower())) <= words else ""]
-            for fact in filter(None, facts):
-                row[fact] = row.get(fact, 0) + 1
-    return out
 
 
 def run(sets: dict[str, Any], rts: dict[str, Any], quick: bool, general: General | str | None = None) -> dict[str, Any]:
