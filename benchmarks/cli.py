@@ -194,7 +194,7 @@ def routing_cmd(
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
     leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
                                             help="with --only companions: score FAMILY with the general encoder "
-                                                 "trained without it (trains it unless cached: 21-31 minutes here)"),
+                                                 "trained without it (trains it unless cached: 44-76 minutes here)"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""

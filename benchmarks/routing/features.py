@@ -244,7 +244,7 @@ def rechosen(curve_: dict[str, Any]) -> dict[str, Any]:
 
 def _kept_lofo(prior: dict[str, Any], model: str | None) -> dict[str, Any]:
     """The general encoder's leave-one-family-out rows of an earlier run (one `--leave-out FAMILY`
-    run each, 21-31 minutes of training apiece): a rerun of the companions section keeps them."""
+    run each, 44-76 minutes of training apiece): a rerun of the companions section keeps them."""
     rows = prior.get("companions", {}).get("general_lofo")
     return {"general_lofo": rows} if rows and model is None else {}
 

@@ -11,7 +11,7 @@ same cache, in its shipped rank-64 form, at its own fusion depth), the companion
 the part floor, tie and implied steps' parts (benchmarks/routing/part_tie.py) are chosen with that
 model on every other family's requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
-catalog nobody labelled gets. One family per run, because each needs its own model (21-31 minutes
+catalog nobody labelled gets. One family per run, because each needs its own model (44-76 minutes
 of training on 2 cores the first time); each run adds its family to the results of the earlier ones.
 ``--quick`` never trains: it scores 24 requests of each of the family's files and chooses on the
 companions section's quick files, with a model an earlier run trained.
