@@ -155,6 +155,33 @@ def _setting(x: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in x["weights"].items()) + f"; first {x['keep']} places kept{floor}"
 
 
+# the part settings benchmarks/routing/part_tie.py chooses, in its order, and their report names
+_CHOICES = (("part_floor", "part floor"), ("part_tie", "part tie"), ("output_file", "an output file's part"),
+            ("relative_time", "a relative date's part"))
+
+
+def _choice_table(chosen: dict[str, dict[str, Any]], label: str, where: str) -> list[str]:
+    """What each part setting scored where it was chosen (``chosen``: ``label`` -> a choice with its
+    ``*_tried``), the chosen value in bold: how far a choice was from the next value, which the
+    prose can only quote."""
+    rows = {name: x for name, x in chosen.items() if all(f"{k}_tried" in x for k, _ in _CHOICES)}
+    if not rows:
+        return []
+
+    def cell(x: dict[str, Any], key: str) -> str:
+        return ", ".join(f"**{v} {o:.4f}**" if v == str(x[key]) else f"{v} {o:.4f}"
+                         for v, o in x[f"{key}_tried"].items())
+
+    return ["", f"What each part setting scored {where} (the objective it was chosen on: mean all gold @10 over the "
+                "multi-tool groups; in this order, each with the ones before it; chosen in bold). The floor is the "
+                "best one and the tie the highest within 0.001 of the best one, each kept only when the best one "
+                "beats none by more than 0.001; an implied step's part is kept only when it does (benchmarks/"
+                "routing/part_floor.py, part_tie.py):", "",
+            f"| {label} | " + " | ".join(name for _, name in _CHOICES) + " |",
+            "|---|" + "---|" * len(_CHOICES),
+            *(f"| {name} | " + " | ".join(cell(x, k) for k, _ in _CHOICES) + " |" for name, x in rows.items())]
+
+
 def section(res: dict[str, Any]) -> list[str]:
     """The report's section for ``res["companions"]``."""
     c = res.get("companions")
@@ -209,7 +236,7 @@ def section(res: dict[str, Any]) -> list[str]:
                   "the general encoder with companions and part tools off. Chosen on dev: " + _setting(g["chosen"]["dev"])
                   + "; on test: " + _setting(g["chosen"]["test"]) + "."
                   + _columns_not_chosen(g.get("variants", {})),
-                  "", *_cross_fit_table(g)]
+                  "", *_cross_fit_table(g), *_choice_table(g["chosen"], "chosen on", "on each half")]
         if g.get("misses"):
             lines += ["", *_misses(g["misses"])]
     return lines + _general_lofo(c.get("general_lofo") or {}) + [""]
@@ -249,7 +276,7 @@ def _general_lofo(rows: dict[str, Any]) -> list[str]:
     missing = [f for f in FAMILIES if f not in rows]
     if missing:
         lines.append("- not run yet: " + ", ".join(missing))
-    return lines
+    return lines + _choice_table(rows, "left out", "on every other family")
 
 
 def general_lofo_summary(res: dict[str, Any], fam: str) -> str:

@@ -173,6 +173,12 @@ def test_companions_section_prints_and_stores_the_general_encoders_cross_fitted_
     assert "All gold @10 if places 6-10 took the gold tools of the top N" in report and "| top 30 |" in report
     assert "all gold @10, as shipped |" in report and "in place of each half's choice; on the dev half" in report
     assert report.count("| file | requests | n | nDCG@5 |") == 2
+    # what each part setting scored on each half, the chosen value in bold, as results.json has it
+    rows = [x for x in report.splitlines() if x.startswith(("| dev | ", "| test | "))]
+    assert len(rows) == 2 and "| chosen on | part floor | part tie |" in report
+    for h, row in zip(("dev", "test"), rows):
+        floor = g["chosen"][h]["part_floor"]
+        assert f"**{floor} {g['chosen'][h]['part_floor_tried'][str(floor)]:.4f}**" in row.split(" | ")[1]
 
 
 @pytest.mark.parametrize("args, says", [
@@ -225,6 +231,13 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     report = (tmp_path / "report.md").read_text()
     assert "General encoder, leave one family out" in report and "| stabletoolbench |" in report
     assert "not run yet: livemcpbench, metatool, restbench, seal_tools" in report
+    # what each part setting scored on the other families: the one chosen in bold, every other too
+    lines = report.splitlines()
+    table = lines[lines.index("| left out | part floor | part tie | an output file's part | a relative date's part |") + 2]
+    assert table.startswith("| stabletoolbench | ")
+    tie = row["part_tie"]
+    assert f"**{tie} {row['part_tie_tried'][str(tie)]:.4f}**" in table.split(" | ")[2]
+    assert table.count("**") == 8 and table.split(" | ")[1].count(", ") == len(GRID) - 1
     # a family's rows stay when another family's run comes after (each is half an hour of training)
     res_json = json.loads(path.read_text())
     res_json["companions"]["general_lofo"] = {"restbench": row}
