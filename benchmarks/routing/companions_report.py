@@ -174,9 +174,9 @@ def _choice_table(chosen: dict[str, dict[str, Any]], label: str, where: str) -> 
 
     return ["", f"What each part setting scored {where} (the objective it was chosen on: mean all gold @10 over the "
                 "multi-tool groups; in this order, each with the ones before it; chosen in bold). The floor is the "
-                "best one and the tie the highest within 0.001 of the best one, each kept only when the best one "
-                "beats none by more than 0.001; an implied step's part is kept only when it does (benchmarks/"
-                "routing/part_floor.py, part_tie.py):", "",
+                "best one (the first of equal ones) and the tie the highest within 0.001 of the best one, each kept "
+                "only when the best one beats none by more than 0.001; an implied step's part is kept only when it "
+                "does (benchmarks/routing/part_floor.py, part_tie.py):", "",
             f"| {label} | " + " | ".join(name for _, name in _CHOICES) + " |",
             "|---|" + "---|" * len(_CHOICES),
             *(f"| {name} | " + " | ".join(cell(x, k) for k, _ in _CHOICES) + " |" for name, x in rows.items())]
