@@ -194,7 +194,8 @@ def routing_cmd(
     render: bool = typer.Option(False, "--render", help="only rewrite OUT/report.md from OUT/results.json"),
     leave_out: Optional[str] = typer.Option(None, "--leave-out", metavar="FAMILY", show_default=False,
                                             help="with --only companions: score FAMILY with the general encoder "
-                                                 "trained without it (trains it unless cached: 44-76 minutes here)"),
+                                                 "trained without it (trains it unless cached: 44-76 minutes here); "
+                                                 "all: the cross-fitted tables, then every family in turn"),
 ) -> None:
     """Complete multi-tool sets, adaptive k, abstention, exact names and learning from use, beside
     today's router and rank-bm25 (settings cross-fitted)."""
@@ -230,19 +231,11 @@ def routing_cmd(
         typer.echo(f"wrote {path.parent / 'report.md'}")
         return
     res = routing.run(target, quick=quick, model=model, tune_log=not no_tune, only=only, leave_out=leave_out)
-    if leave_out is not None:
-        from .routing.companions_report import general_lofo_summary
-
-        typer.echo(general_lofo_summary(res, leave_out))
-    elif only == "companions":
-        from .routing.companions_report import companions_summary
-
-        typer.echo(companions_summary(res))
-    elif only == "outside":
+    if only == "outside":
         from .routing.outside import summary as outside_summary
 
         typer.echo(outside_summary(res))
-    else:
+    elif only != "companions":  # (its cross-fitted tables and each family left out print their lines as they finish)
         typer.echo(summary(res))
     typer.echo(f"wrote {target / 'report.md'}")
 

@@ -32,8 +32,8 @@ tool (``SENT``), and for the general encoder also each part ranked by its own ve
   No request is scored by a model or weights that saw it; its gold sets reach the weights only
   through the rankings of the model that trained on them, which two halves cannot avoid. Its `today`
   is the general encoder with companions and part tools off. Its leave-one-family-out rows need a
-  model trained without each family, 44-76 minutes of training apiece: one family per run,
-  ``--leave-out FAMILY`` (benchmarks/routing/general_lofo.py).
+  model trained without each family, 44-76 minutes of training apiece: ``--leave-out FAMILY`` for
+  one, ``--leave-out all`` for these tables and then each family (benchmarks/routing/general_lofo.py).
 
 Scored through `Router.select` (fixed k = 10 for the ranking metrics; the shipped adaptive k for
 tokens sent). The grid search itself re-ranks each request's top 60 with `complete` (the same stage

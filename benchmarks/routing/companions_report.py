@@ -250,8 +250,9 @@ def _general_lofo(rows: dict[str, Any]) -> list[str]:
         return []
     lines = ["", "General encoder, leave one family out: the model trained on every other family (the shipped "
              "recipe), the companion setting chosen with it on every other family's requests, the left-out family "
-             "routed from its records' relations alone. One run per family, `toolsift bench routing --only "
-             "companions --leave-out FAMILY` (its command, time and load below). Last two columns, not chosen from: "
+             "routed from its records' relations alone. `toolsift bench routing --only companions --leave-out "
+             "FAMILY` scores one family, `--leave-out all` the cross-fitted tables and then every family in turn "
+             "(each family's command, time and load below). Last two columns, not chosen from: "
              "the new default with `part_signal` \"hybrid\", and with the companion weights the router shipped when "
              "the row was measured (the general encoder's, router.ranking.config.general_encoder_config; recorded as "
              "`shipped_weights` since they changed) in place of the "

@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -249,6 +249,31 @@ def _kept_lofo(prior: dict[str, Any], model: str | None) -> dict[str, Any]:
     return {"general_lofo": rows} if rows and model is None else {}
 
 
+def _leave_out(res: dict[str, Any], leave_out: str, quick: bool, cmd: str, save: Callable[[], None],
+               report: Callable[[], None]) -> None:
+    """The general encoder's rows with ``leave_out`` left out, or with each family in turn (``all``:
+    saved after each, so an interrupted run keeps the families it finished; a family it cannot score
+    here is named and passed over)."""
+    from ..retrieval.comparison import _loadavg
+    from . import general_lofo
+    from .companions_report import general_lofo_summary
+
+    for fam in general_lofo.FAMILIES if leave_out == general_lofo.ALL else (leave_out,):
+        t0, start = time.perf_counter(), _loadavg()
+        sets = general_lofo.load(fam, quick)
+        if leave_out == general_lofo.ALL and (why := general_lofo.unrunnable(fam, sets, quick)) is not None:
+            print(f"  passed over: {why}", flush=True)
+            continue
+        print(f"leaving out {fam}", flush=True)
+        row = general_lofo.run(fam, sets, quick)
+        row.update(command=f"{cmd} --only companions --leave-out {leave_out}",
+                   wall_seconds=round(time.perf_counter() - t0, 1), load_average={"start": start, "end": _loadavg()})
+        res.setdefault("companions", {}).setdefault("general_lofo", {})[fam] = row
+        save()
+        report()
+        print(general_lofo_summary(res, fam), flush=True)
+
+
 def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, model: str | None = None,
         tune_log: bool = True, only: str | None = None, leave_out: str | None = None) -> dict[str, Any]:
     import warnings
@@ -275,23 +300,21 @@ def run(out_dir: str | os.PathLike[str] | None = None, quick: bool = False, mode
         prior, start = out.joinpath("results.json"), res["load_average"]["start"]
         if prior.is_file():
             res = json.loads(prior.read_text(encoding="utf-8"))
-        if leave_out is not None:  # one family's general-encoder rows, beside the other families' earlier ones
-            from . import general_lofo
+        from .companions_report import companions_summary
+        from .general_lofo import ALL
 
-            row = general_lofo.run(leave_out, general_lofo.load(leave_out, quick), quick)
-            row.update(command=f"{cmd} --only companions --leave-out {leave_out}",
-                       wall_seconds=round(time.perf_counter() - t0, 1), load_average={"start": start, "end": _loadavg()})
-            res.setdefault("companions", {}).setdefault("general_lofo", {})[leave_out] = row
+        if leave_out in (None, ALL):  # the cross-fitted tables (each family's left-out rows kept)
+            csets = companions.load(quick)
+            kept = _kept_lofo(res, model)
+            res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
+            res["companions"].update(command=f"{cmd} --only companions" + (f" --leave-out {ALL}" if leave_out else ""),
+                                     wall_seconds=round(time.perf_counter() - t0, 1),
+                                     load_average={"start": start, "end": _loadavg()}, **kept)  # this run's load
             save()
             write_report(res, out)
-            return res
-        csets = companions.load(quick)
-        kept = _kept_lofo(res, model)
-        res["companions"] = companions.run(csets, routers(csets, model), quick, _general(csets, model, quick))
-        res["companions"].update(command=f"{cmd} --only companions", wall_seconds=round(time.perf_counter() - t0, 1),
-                                 load_average={"start": start, "end": _loadavg()}, **kept)  # this run's load
-        save()
-        write_report(res, out)
+            print(companions_summary(res), flush=True)
+        if leave_out is not None:  # one family's general-encoder rows, or each in turn, beside the others' earlier ones
+            _leave_out(res, leave_out, quick, cmd, save, lambda: write_report(res, out))
         return res
     if only in ("parts", "outside"):  # a section of its own, into an earlier run's results if any
         from . import outside, parts

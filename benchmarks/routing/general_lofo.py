@@ -11,8 +11,10 @@ same cache, in its shipped rank-64 form, at its own fusion depth), the companion
 the part floor, tie and implied steps' parts (benchmarks/routing/part_tie.py) are chosen with that
 model on every other family's requests (both halves, co-use from their gold sets), and
 the left-out family is routed from its records' relations alone (no co-use of its own): what a
-catalog nobody labelled gets. One family per run, because each needs its own model (44-76 minutes
-of training on 2 cores the first time); each run adds its family to the results of the earlier ones.
+catalog nobody labelled gets. Each family needs its own model (44-76 minutes of training on 2 cores
+the first time), so a run leaves out one family and adds it to the results of the earlier ones, or,
+with ``--leave-out all``, runs the cross-fitted section and then leaves out each family in turn,
+saving after each.
 ``--quick`` never trains: it scores 24 requests of each of the family's files and chooses on the
 companions section's quick files, with a model an earlier run trained.
 """
@@ -26,11 +28,12 @@ from .companions import (FILES, QUICK_FILES, VARIANTS, cases, choose, family, le
 from .part_tie import choose_part_settings
 from .set_scores import costs, scores
 
-__all__ = ["FAMILIES", "check", "load", "run"]
+__all__ = ["ALL", "FAMILIES", "check", "load", "run", "unrunnable"]
 
 # the families with multi-tool requests (APIBench and BFCL live have single-tool ones only, where the
 # first five places, which no stage of issue 38 moves, decide nDCG@5)
 FAMILIES = ("livemcpbench", "metatool", "restbench", "seal_tools", "stabletoolbench")
+ALL = "all"  # `--leave-out all`: the cross-fitted section, then every family in turn
 HYBRID = "part_signal hybrid"
 SHIPPED = "shipped weights"
 
@@ -39,8 +42,8 @@ def check(left_out: str) -> None:
     """A usage error for a family this section cannot leave out."""
     from ..errors import BenchmarkError
 
-    if left_out not in FAMILIES:
-        raise BenchmarkError(f"--leave-out: unknown family {left_out!r} (choose from: {', '.join(FAMILIES)})")
+    if left_out not in (*FAMILIES, ALL):
+        raise BenchmarkError(f"--leave-out: unknown family {left_out!r} (choose from: {', '.join((*FAMILIES, ALL))})")
 
 
 def load(left_out: str, quick: bool) -> dict[str, Any]:
@@ -52,6 +55,19 @@ def load(left_out: str, quick: bool) -> dict[str, Any]:
     return companions.load(quick, [n for n in FILES if not quick or n in QUICK_FILES or family(n) == left_out])
 
 
+def unrunnable(left_out: str, sets: dict[str, Any], quick: bool) -> str | None:
+    """Why ``left_out`` cannot be scored here, or None: none of its files is here, or (``--quick``,
+    which never trains) no model was trained without it yet."""
+    from ..retrieval.general_training import PER_DATASET, cached
+
+    if not any(family(n) == left_out for n in sets):
+        return f"--leave-out {left_out}: none of its files is here (see benchmarks/README.md, Data)"
+    if quick and cached(None, PER_DATASET, leave_out=left_out) is None:
+        return (f"--quick --leave-out {left_out}: no model trained without {left_out} yet "
+                f"(`toolsift bench routing --only companions --leave-out {left_out}` trains it)")
+    return None
+
+
 def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     """The tables for ``left_out`` (one of ``FAMILIES``; ``sets`` from `load`): today vs the new
     default, and beside it (not chosen from) the new default with ``part_signal`` "hybrid" and the
@@ -59,16 +75,13 @@ def run(left_out: str, sets: dict[str, Any], quick: bool) -> dict[str, Any]:
     from router.ranking.config import general_encoder_config
 
     from ..errors import BenchmarkError
-    from ..retrieval.general_training import PER_DATASET, cached, shipped_form, train
+    from ..retrieval.general_training import PER_DATASET, shipped_form, train
 
     check(left_out)
+    if (why := unrunnable(left_out, sets, quick)) is not None:
+        raise BenchmarkError(why)
     mine = {n: d for n, d in sets.items() if family(n) == left_out}
     others = {n: d for n, d in sets.items() if family(n) != left_out}
-    if not mine:
-        raise BenchmarkError(f"--leave-out {left_out}: none of its files is here (see benchmarks/README.md, Data)")
-    if quick and cached(None, PER_DATASET, leave_out=left_out) is None:
-        raise BenchmarkError(f"--quick --leave-out {left_out}: no model trained without {left_out} yet "
-                             f"(`toolsift bench routing --only companions --leave-out {left_out}` trains it)")
     folder, info = train(None, PER_DATASET, leave_out=left_out)
     config = general_encoder_config()
     rts = routers(sets, shipped_form(folder), config=config)

@@ -255,6 +255,36 @@ def test_leave_out_scores_the_family_with_the_model_trained_without_it_and_keeps
     assert "| restbench | " in report and "| stabletoolbench | " in report and "General encoder (the shipped" in report
 
 
+@pytest.mark.slow
+def test_leave_out_all_prints_the_cross_fitted_tables_and_then_every_family_in_one_run(tmp_path):
+    shared("restbench", "datasets", "tmdb.json")
+    shared("metatool", "data", "multi_tool_query_golden.json")
+    from benchmarks.retrieval.general_training import cached
+    from benchmarks.routing.general_lofo import FAMILIES
+
+    res = subprocess.run([str(TOOLSIFT), "bench", "routing", "--only", "companions", "--quick", "--leave-out", "all",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=1800,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout.splitlines()
+    c = json.loads((tmp_path / "results.json").read_text())["companions"]
+    assert "chosen" in c and c["command"].endswith("--only companions --leave-out all")
+    # the cross-fitted summary first, then each family as it finishes; --quick never trains, so a
+    # family with no model trained without it is named and passed over, not dropped in silence
+    first = next(i for i, x in enumerate(out) if x.startswith("complete sets, cross-fitted"))
+    have = [f for f in FAMILIES if cached(None, leave_out=f) is not None]
+    assert set(c.get("general_lofo", {})) == set(have)
+    for fam in FAMILIES:
+        if fam in have:
+            line = next(i for i, x in enumerate(out) if x.startswith(f"general encoder trained without {fam},"))
+            assert line > first and c["general_lofo"][fam]["command"].endswith("--leave-out all")
+        else:
+            assert any(x.startswith(f"  passed over: --quick --leave-out {fam}: no model") for x in out)
+    report = (tmp_path / "report.md").read_text()
+    assert all(f"| {fam} | " in report for fam in have) and "`--leave-out all`" in report
+    assert ("not run yet" in report) == (len(have) < len(FAMILIES))
+
+
 @pytest.mark.parametrize("args, says", [
     (["--render"], "--render: no earlier run's results in"),
     (["--only", "curve"], "--only curve: no earlier run's results in"),
